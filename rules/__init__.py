@@ -1,0 +1,1 @@
+"""torchlint's rules: one module per rule, discovered by `torchlint.registry`."""

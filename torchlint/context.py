@@ -1,0 +1,190 @@
+"""What a rule knows about the file it is checking: its tree, imports and class structure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from torchlint.names import ImportMap, dotted_name
+from torchlint.walker import iter_children, iter_descendants
+
+if TYPE_CHECKING:
+    from torchlint.fixes import FixBuilder
+    from torchlint.rule import Rule
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList"})
+
+
+@dataclass
+class Report:
+    rule: Rule
+    node: cst.CSTNode
+    message: str
+    fix: FixBuilder | None
+
+
+class FileContext:
+    """Per-file facts shared by all rules; the expensive ones are computed on first use."""
+
+    def __init__(self, path: str, source: str, module: cst.Module, imports: ImportMap) -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.imports = imports
+        #: The nodes enclosing the one being visited, outermost first (kept by the walker).
+        self.ancestors: list[cst.CSTNode] = []
+        self.reports: list[Report] = []
+        self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._module_classes: dict[str, bool] = {}
+        self._class_defs: dict[str, cst.ClassDef] | None = None
+
+    # -- reporting --------------------------------------------------------------------------
+    def add_report(
+        self, rule: Rule, node: cst.CSTNode, message: str, fix: FixBuilder | None
+    ) -> None:
+        self.reports.append(Report(rule, node, message, fix))
+
+    # -- names ------------------------------------------------------------------------------
+    def qualified_name(self, expr: cst.BaseExpression | None) -> str | None:
+        """The canonical dotted name an expression refers to through imports, if any."""
+        return self.imports.resolve(expr)
+
+    def call_name(self, node: cst.CSTNode) -> str | None:
+        """The qualified name of a call's function (`torch.nn.functional.softmax`)."""
+        if isinstance(node, cst.Call):
+            return self.qualified_name(node.func)
+        return None
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # -- enclosing scopes -------------------------------------------------------------------
+    def enclosing_function(self) -> cst.FunctionDef | None:
+        for node in reversed(self.ancestors):
+            if isinstance(node, cst.FunctionDef):
+                return node
+            if isinstance(node, cst.ClassDef):
+                return None
+        return None
+
+    def enclosing_class(self) -> cst.ClassDef | None:
+        """The class whose method body we are in (directly, not in a nested def)."""
+        seen_function = False
+        for node in reversed(self.ancestors):
+            if isinstance(node, cst.FunctionDef):
+                if seen_function:
+                    return None
+                seen_function = True
+            elif isinstance(node, cst.ClassDef):
+                return node
+        return None
+
+    # -- classes ----------------------------------------------------------------------------
+    def class_defs(self) -> dict[str, cst.ClassDef]:
+        """Classes defined at module level (or in module-level if/try blocks), by name."""
+        if self._class_defs is None:
+            self._class_defs = {}
+            for node in iter_descendants(self.module):
+                if isinstance(node, cst.ClassDef):
+                    self._class_defs.setdefault(node.name.value, node)
+        return self._class_defs
+
+    def is_nn_module(self, classdef: cst.ClassDef) -> bool:
+        """Whether the class derives from `nn.Module`, directly or through same-file classes."""
+        return self._is_module_class(classdef, set())
+
+    def _is_module_class(self, classdef: cst.ClassDef, seen: set[str]) -> bool:
+        key = classdef.name.value
+        if key in self._module_classes:
+            return self._module_classes[key]
+        seen.add(key)
+        result = False
+        for base in classdef.bases:
+            qualified = self.qualified_name(base.value)
+            if qualified is not None and (
+                qualified in NN_MODULE_BASES or qualified.startswith("torch.nn.")
+            ):
+                result = True
+                break
+            local = dotted_name(base.value)
+            if local and local not in seen and local in self.class_defs():
+                if self._is_module_class(self.class_defs()[local], seen):
+                    result = True
+                    break
+        self._module_classes[key] = result
+        return result
+
+    # -- simple data flow -------------------------------------------------------------------
+    def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
+        """Values assigned to each name (`x`, `self.fc`) directly in `scope`, in order.
+
+        Nested functions, classes and lambdas are not entered. Tuple unpacking records the
+        matching element when the right side is a tuple, and nothing otherwise.
+        """
+        key = id(scope)
+        cached = self._assignments.get(key)
+        if cached is None:
+            cached = {}
+            for target, value in iter_assignments(scope):
+                cached.setdefault(target, []).append(value)
+            self._assignments[key] = cached
+        return cached
+
+    def self_attributes(self, classdef: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
+        """`self.<attr>` values assigned in any method of the class, keyed by `self.<attr>`."""
+        found: dict[str, list[cst.BaseExpression]] = {}
+        for stmt in _block_statements(classdef.body):
+            if isinstance(stmt, cst.FunctionDef):
+                for target, values in self.assignments(stmt).items():
+                    if target.startswith("self."):
+                        found.setdefault(target, []).extend(values)
+        return found
+
+
+def _block_statements(body: cst.BaseSuite) -> list[cst.BaseStatement]:
+    if isinstance(body, cst.IndentedBlock):
+        return list(body.body)
+    return []
+
+
+def iter_scope_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Nodes inside `scope` in source order, not entering nested functions/classes/lambdas."""
+    stack = iter_children(scope)[::-1]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _SCOPES):
+            continue
+        stack.extend(reversed(iter_children(node)))
+
+
+def iter_assignments(scope: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """(target, value) for each plain, annotated or walrus assignment directly in `scope`."""
+    for node in iter_scope_nodes(scope):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                yield from _unpack(target.target, node.value)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            yield from _unpack(node.target, node.value)
+        elif isinstance(node, cst.NamedExpr):
+            yield from _unpack(node.target, node.value)
+
+
+def _unpack(
+    target: cst.BaseExpression, value: cst.BaseExpression
+) -> Iterator[tuple[str, cst.BaseExpression]]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(
+            target.elements
+        ):
+            for t, v in zip(target.elements, value.elements, strict=True):
+                yield from _unpack(t.value, v.value)
+        return
+    name = dotted_name(target)
+    if name is not None:
+        yield name, value

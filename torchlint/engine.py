@@ -1,0 +1,223 @@
+"""Lint one file's text: parse once, run every active rule in one walk, locate, suppress.
+
+This is the whole source pipeline for a single file; discovery, caching and parallelism
+live in `runner`, formatting in `output`.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Callable, Collection
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchlint.context import FileContext, Report
+from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
+from torchlint.names import ImportMap, top_level_imports
+from torchlint.noqa import apply_suppressions
+from torchlint.registry import all_rules
+from torchlint.rule import Rule
+from torchlint.source import UndecodableSource, decode
+from torchlint.walker import walk
+
+SYNTAX_ERROR = "TL000"
+INTERNAL_ERROR = "TL999"
+
+
+def lint_bytes(data: bytes, path: str, enabled: Collection[str]) -> list[Diagnostic]:
+    """Lint a file's raw bytes; undecodable input becomes a TL000 diagnostic."""
+    try:
+        source = decode(data)
+    except UndecodableSource as exc:
+        if SYNTAX_ERROR not in enabled:
+            return []
+        return [file_error(path, str(exc))]
+    return lint_source(source, path, enabled)
+
+
+def lint_source(source: str, path: str, enabled: Collection[str]) -> list[Diagnostic]:
+    """Lint Python source text with the rules whose codes are in `enabled`."""
+    rules = active_rules(source, enabled)
+    if not rules:
+        # Nothing to look for: a quick compile still reports files that do not parse.
+        if SYNTAX_ERROR in enabled and _ast_error(source) is not None:
+            error = _syntax_error(source, path)
+            return [error] if error else []
+        return []
+    try:
+        module = cst.parse_module(source)
+    except Exception:  # ParserSyntaxError, and RecursionError on absurd nesting
+        error = _syntax_error(source, path)
+        return [error] if error and SYNTAX_ERROR in enabled else []
+    imports = ImportMap()
+    imports.add_all(top_level_imports(module))
+    context = FileContext(path, source, module, imports)
+    crashes = run_rules(context, rules)
+    diagnostics = _locate(context, [r for r in context.reports if type(r.rule) not in crashes])
+    diagnostics.extend(
+        _internal_error(context, rule, node, exc) for rule, (node, exc) in crashes.items()
+    )
+    return sorted(apply_suppressions(source, diagnostics), key=Diagnostic.sort_key)
+
+
+def active_rules(source: str, enabled: Collection[str]) -> list[type[Rule]]:
+    """Enabled tree rules whose trigger tokens occur in the source."""
+    if "torch" not in source:  # every rule is about torch code
+        return []
+    return [
+        rule
+        for code, rule in all_rules().items()
+        if code in enabled
+        and not rule.engine_reported
+        and (not rule.triggers or any(token in source for token in rule.triggers))
+    ]
+
+
+def run_rules(
+    context: FileContext, rule_classes: list[type[Rule]]
+) -> dict[type[Rule], tuple[cst.CSTNode, BaseException]]:
+    """Walk the tree once, feeding each rule; returns the rules that raised, and where."""
+    crashes: dict[type[Rule], tuple[cst.CSTNode, BaseException]] = {}
+    visitors: dict[str, list[Callable[[cst.CSTNode], object]]] = {
+        "Import": [context.imports.add],
+        "ImportFrom": [context.imports.add],
+    }
+    leavers: dict[str, list[Callable[[cst.CSTNode], object]]] = {}
+    for rule_class in rule_classes:
+        rule = rule_class(context)
+        for kind, table in (("visit", visitors), ("leave", leavers)):
+            for type_name, method_name in rule_class.callbacks()[kind]:
+                method = getattr(rule, method_name)
+                table.setdefault(type_name, []).append(_guarded(rule_class, method, crashes))
+    walk(context.module, visitors, leavers, context.ancestors)
+    return crashes
+
+
+def _guarded(
+    rule_class: type[Rule],
+    method: Callable[[cst.CSTNode], object],
+    crashes: dict[type[Rule], tuple[cst.CSTNode, BaseException]],
+) -> Callable[[cst.CSTNode], object]:
+    def call(node: cst.CSTNode) -> None:
+        if rule_class in crashes:
+            return
+        try:
+            method(node)
+        except Exception as exc:  # a rule bug must not cost the other rules' results
+            crashes[rule_class] = (node, exc)
+
+    return call
+
+
+def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
+    if not reports:
+        return []
+    positions = MetadataWrapper(context.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    diagnostics = []
+    for report in reports:
+        span = positions[report.node]
+        fix = None
+        if report.fix is not None:
+            edits = []
+            for old, new in report.fix.replacements:
+                where = positions[old]
+                text = new if isinstance(new, str) else context.module.code_for_node(new)
+                edits.append(
+                    Edit(
+                        where.start.line,
+                        where.start.column + 1,
+                        where.end.line,
+                        where.end.column + 1,
+                        text,
+                    )
+                )
+            edits.extend(Edit(line, 1, line, 1, text) for line, text in report.fix.insertions)
+            fix = Fix(report.fix.message, tuple(edits), report.fix.safe)
+        diagnostics.append(
+            Diagnostic(
+                path=context.path,
+                line=span.start.line,
+                column=span.start.column + 1,
+                end_line=span.end.line,
+                end_column=span.end.column + 1,
+                code=report.rule.code,
+                name=report.rule.name,
+                message=report.message,
+                severity=report.rule.severity,
+                fix=fix,
+            )
+        )
+    return diagnostics
+
+
+def _internal_error(
+    context: FileContext, rule: type[Rule], node: cst.CSTNode, exc: BaseException
+) -> Diagnostic:
+    try:
+        span = MetadataWrapper(context.module, unsafe_skip_copy=True).resolve(PositionProvider)[
+            node
+        ]
+        line, column = span.start.line, span.start.column + 1
+    except Exception:
+        line, column = 1, 1
+    return Diagnostic(
+        path=context.path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column,
+        code=INTERNAL_ERROR,
+        name="internal-error",
+        message=(
+            f"rule {rule.code} ({rule.name}) crashed on this file: "
+            f"{type(exc).__name__}: {exc}; its findings for this file are missing"
+        ),
+        severity=Severity.ERROR,
+    )
+
+
+def _ast_error(source: str) -> SyntaxError | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return SyntaxError(str(exc))
+    return None
+
+
+def _syntax_error(source: str, path: str) -> Diagnostic | None:
+    """TL000 for source LibCST cannot parse, worded by CPython's parser where it agrees."""
+    try:
+        cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        error = _ast_error(source)
+        if error is not None and error.lineno:
+            message = f"SyntaxError: {error.msg}"
+            line, column = error.lineno, max(error.offset or 1, 1)
+        else:
+            message = f"SyntaxError: {exc.message}"
+            line, column = exc.raw_line, exc.raw_column + 1
+        return file_error(path, message, line, column)
+    except Exception as exc:
+        return file_error(path, f"cannot parse: {type(exc).__name__}: {exc}")
+    return None
+
+
+def file_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    """A TL000 diagnostic: the file cannot be read or parsed."""
+    return Diagnostic(
+        path=path,
+        line=line,
+        column=column,
+        end_line=line,
+        end_column=column,
+        code=SYNTAX_ERROR,
+        name="syntax-error",
+        message=message,
+        severity=Severity.ERROR,
+    )
