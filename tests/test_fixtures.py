@@ -29,8 +29,6 @@ def test_fixture_diagnostics(path: Path) -> None:
 def test_every_rule_has_a_fixture() -> None:
     names = {p.stem for p in SOURCE_FIXTURES}
     missing = [
-        code
-        for code, rule in all_rules().items()
-        if not rule.engine_reported and code not in names
+        code for code, rule in all_rules().items() if not rule.engine_reported and code not in names
     ]
     assert not missing, f"rules without a fixture: {missing}"

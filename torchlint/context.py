@@ -112,10 +112,10 @@ class FileContext:
                 result = True
                 break
             local = dotted_name(base.value)
-            if local and local not in seen and local in self.class_defs():
-                if self._is_module_class(self.class_defs()[local], seen):
-                    result = True
-                    break
+            parent = self.class_defs().get(local or "")
+            if local not in seen and parent is not None and self._is_module_class(parent, seen):
+                result = True
+                break
         self._module_classes[key] = result
         return result
 
@@ -179,9 +179,7 @@ def _unpack(
     target: cst.BaseExpression, value: cst.BaseExpression
 ) -> Iterator[tuple[str, cst.BaseExpression]]:
     if isinstance(target, (cst.Tuple, cst.List)):
-        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(
-            target.elements
-        ):
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
             for t, v in zip(target.elements, value.elements, strict=True):
                 yield from _unpack(t.value, v.value)
         return

@@ -107,7 +107,9 @@ class RuleDoc:
     def to_markdown(self) -> str:
         head = f"# {self.name} ({self.code})\n\n"
         facts = [
-            "Enabled by default." if self.default_enabled else "Off by default: select it to use it.",
+            "Enabled by default."
+            if self.default_enabled
+            else "Off by default: select it to use it.",
             {
                 "safe": "Fix is always available (safe).",
                 "unsafe": "Fix is sometimes available (unsafe: review it).",
