@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from torchlint.context import FileContext
     from torchlint.fixes import FixBuilder
 
+#: Where each rule's documentation lives: the README's rule reference (one heading per rule).
+DOCS_URL = "https://github.com/torchlint/torchlint/blob/main/README.md"
+
 _CALLBACK = re.compile(r"^(visit|leave)_([A-Z][A-Za-z]*)$")
 
 
@@ -104,6 +107,10 @@ class RuleDoc:
             severity=rule.severity.value,
         )
 
+    @property
+    def url(self) -> str:
+        return f"{DOCS_URL}#{self.code.lower()}-{self.name}"
+
     def to_markdown(self) -> str:
         head = f"# {self.name} ({self.code})\n\n"
         facts = [
@@ -127,5 +134,6 @@ class RuleDoc:
             "default_enabled": self.default_enabled,
             "fix": self.fix_availability,
             "severity": self.severity,
+            "url": self.url,
             "explanation": self.sections,
         }

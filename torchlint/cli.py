@@ -1,0 +1,186 @@
+"""The `torchlint` command: `check` (the default), `rule`, `server`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from torchlint import __version__
+from torchlint.config import Overrides
+from torchlint.engine import INTERNAL_ERROR
+from torchlint.errors import TorchlintError
+from torchlint.output import FORMATS, OutputContext
+from torchlint.output.text import format_statistics
+from torchlint.registry import all_rules, rule_by_code_or_name
+from torchlint.runner import RunOptions, RunResult, run, run_source
+from torchlint.selection import validate
+
+SUBCOMMANDS = ("check", "rule", "server")
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(values: list[str] | None, flag: str) -> tuple[str, ...] | None:
+    if values is None:
+        return None
+    items = [item for value in values for item in value.split(",") if item.strip()]
+    return validate(items, flag)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchlint",
+        description="A static analysis tool for PyTorch code.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchlint {__version__}")
+    commands = parser.add_subparsers(dest="command")
+
+    check = commands.add_parser("check", help="lint files and folders (the default command)")
+    check.add_argument("paths", nargs="*", type=Path, help="files or folders (default: .)")
+    check.add_argument("--select", action="append", metavar="CODES", help="rules to enable")
+    check.add_argument("--extend-select", action="append", metavar="CODES", help="add rules")
+    check.add_argument("--ignore", action="append", metavar="CODES", help="rules to disable")
+    check.add_argument(
+        "--extend-exclude", action="append", metavar="PATTERN", help="more paths to skip"
+    )
+    check.add_argument(
+        "--output-format",
+        choices=sorted(FORMATS),
+        default=os.environ.get("TORCHLINT_OUTPUT_FORMAT", "concise"),
+    )
+    check.add_argument("--statistics", action="store_true", help="count diagnostics per rule")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with diagnostics")
+    check.add_argument("--stdin-filename", metavar="NAME", help="lint standard input as NAME")
+    check.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes")
+    check.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    check.add_argument("--cache-dir", type=Path, help="cache folder (default .torchlint_cache)")
+    check.add_argument("--show-files", action="store_true", help="list the files to check")
+    check.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply excludes to paths given explicitly too (for pre-commit)",
+    )
+    check.add_argument("--config", type=Path, help="use this pyproject.toml or torchlint.toml")
+    shapes = check.add_mutually_exclusive_group()
+    shapes.add_argument("--shapes", dest="shapes", action="store_const", const="on")
+    shapes.add_argument("--no-shapes", dest="shapes", action="store_const", const="off")
+    check.add_argument("--quiet", "-q", action="store_true", help="print diagnostics only")
+    check.add_argument("--verbose", "-v", action="store_true", help="show internal tracebacks")
+
+    rule = commands.add_parser("rule", help="show a rule's documentation")
+    rule.add_argument("code", nargs="?", help="a rule code (TL101) or name")
+    rule.add_argument("--all", action="store_true", help="every rule")
+    rule.add_argument("--output-format", choices=("text", "json"), default="text")
+
+    commands.add_parser("server", help="run the language server on stdin/stdout")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    first = next((a for a in args_list if not a.startswith("-")), None)
+    if first not in SUBCOMMANDS and not {"-h", "--help", "--version"} & set(args_list):
+        args_list.insert(0, "check")
+    if not args_list:
+        args_list = ["check"]
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    verbose = getattr(args, "verbose", False)
+    try:
+        if args.command == "rule":
+            return _rule_command(args)
+        if args.command == "server":
+            from torchlint.server import main as server_main
+
+            return server_main()
+        return _check_command(args)
+    except TorchlintError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if verbose:
+            traceback.print_exc()
+        print(
+            f"error: internal error: {type(exc).__name__}: {exc} (run with --verbose for details)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+
+def _check_command(args: argparse.Namespace) -> int:
+    overrides = Overrides(
+        select=_codes(args.select, "--select"),
+        extend_select=_codes(args.extend_select, "--extend-select") or (),
+        ignore=_codes(args.ignore, "--ignore") or (),
+        extend_exclude=tuple(args.extend_exclude or ()),
+        shapes=args.shapes,
+        config_file=args.config,
+    )
+    options = RunOptions(
+        jobs=args.jobs,
+        use_cache=not args.no_cache,
+        force_exclude=args.force_exclude,
+        cache_dir=args.cache_dir,
+    )
+    if args.jobs is not None and args.jobs < 1:
+        raise TorchlintError("--jobs must be at least 1")
+    sources: dict[str, str] = {}
+    if args.stdin_filename is not None and (not args.paths or args.paths == [Path("-")]):
+        data = sys.stdin.buffer.read()
+        result = run_source(data, args.stdin_filename, overrides)
+        sources[args.stdin_filename] = data.decode("utf-8", errors="replace")
+    else:
+        if args.show_files:
+            from torchlint.discovery import discover
+            from torchlint.runner import display_path
+
+            found = discover(args.paths or [Path(".")], overrides, force_exclude=args.force_exclude)
+            for path in found.files:
+                print(display_path(path))
+            return EXIT_OK
+        result = run(args.paths or [Path(".")], overrides, options)
+    return _report(result, args, sources)
+
+
+def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]) -> int:
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    diagnostics = result.diagnostics
+    if args.statistics:
+        sys.stdout.write(format_statistics(diagnostics))
+    else:
+        context = OutputContext(diagnostics, sources=sources)
+        text = FORMATS[args.output_format](context)
+        if args.quiet and args.output_format in ("concise", "full"):
+            text = "".join(line + "\n" for line in text.splitlines()[: len(diagnostics)])
+        sys.stdout.write(text)
+    missing = any("no such file or directory" in w for w in result.warnings)
+    if missing or any(d.code == INTERNAL_ERROR for d in diagnostics):
+        return EXIT_ERROR
+    if diagnostics and not args.exit_zero:
+        return EXIT_FOUND
+    return EXIT_OK
+
+
+def _rule_command(args: argparse.Namespace) -> int:
+    if args.all:
+        docs = [rule.doc() for rule in all_rules().values()]
+    elif args.code:
+        rule = rule_by_code_or_name(args.code)
+        if rule is None:
+            raise TorchlintError(f"unknown rule {args.code!r}; see `torchlint rule --all`")
+        docs = [rule.doc()]
+    else:
+        raise TorchlintError("give a rule code (torchlint rule TL101) or --all")
+    if args.output_format == "json":
+        payload = [d.to_dict() for d in docs]
+        print(json.dumps(payload if args.all else payload[0], indent=2))
+    else:
+        print("\n".join(d.to_markdown() for d in docs), end="")
+    return EXIT_OK

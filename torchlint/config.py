@@ -1,0 +1,288 @@
+"""Settings: `[tool.torchlint]` in the nearest pyproject.toml (or torchlint.toml) above a file.
+
+A `Config` is one file's table, validated; `FileSettings` is what applies to one linted file
+once command-line overrides and per-file-ignores are folded in. Both are plain values.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from torchlint.errors import TorchlintError
+from torchlint.selection import enabled_codes, validate
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_EXCLUDES = (
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".torchlint_cache",
+    ".venv",
+    "__pycache__",
+    "__pypackages__",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+)
+DEFAULT_MAX_FILE_SIZE_KB = 4096
+_KEYS = {
+    "select",
+    "ignore",
+    "extend-select",
+    "exclude",
+    "extend-exclude",
+    "per-file-ignores",
+    "shapes",
+    "max-file-size-kb",
+    "torch-version",
+}
+_SHAPES_SWITCH = {"auto": "auto", True: "on", False: "off", "true": "on", "false": "off"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration table, validated; `root` is the folder its patterns are relative to."""
+
+    root: Path
+    path: Path | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDES
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    shapes: str = "auto"
+    declared_shapes: tuple[tuple[str, Any], ...] = ()
+    max_file_size_kb: int = DEFAULT_MAX_FILE_SIZE_KB
+    torch_version: str | None = None
+
+    @property
+    def exclude_spec(self) -> pathspec.PathSpec:
+        return _spec(self.exclude + self.extend_exclude)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line settings, applied on top of every file's configuration."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    shapes: str | None = None
+    config_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """What applies to one file: the enabled codes, and where they came from."""
+
+    enabled: frozenset[str]
+    config: Config = field(compare=False)
+
+    @property
+    def config_path(self) -> Path | None:
+        return self.config.path
+
+
+@cache
+def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def _string_list(value: object, key: str, where: Path) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TorchlintError(f"{where}: `{key}` must be a list of strings")
+    return tuple(value)
+
+
+def parse_config(table: dict[str, Any], path: Path | None, root: Path) -> Config:
+    """Validate a `[tool.torchlint]` table; unknown keys and codes are errors naming the file."""
+    where = path or root
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise TorchlintError(
+            f"{where}: unknown key {unknown[0]!r} in [tool.torchlint]"
+            f" (known keys: {', '.join(sorted(_KEYS))})"
+        )
+    config = Config(root=root, path=path)
+    values: dict[str, Any] = {}
+    for key in ("select", "ignore", "extend-select"):
+        if key in table:
+            values[key.replace("-", "_")] = validate(
+                _string_list(table[key], key, where), f"`{key}` of {where}"
+            )
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            values[key.replace("-", "_")] = _string_list(table[key], key, where)
+    if "per-file-ignores" in table:
+        raw = table["per-file-ignores"]
+        if not isinstance(raw, dict):
+            raise TorchlintError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+        values["per_file_ignores"] = tuple(
+            (
+                pattern,
+                validate(
+                    _string_list(codes, f"per-file-ignores.{pattern}", where),
+                    f"`per-file-ignores` of {where}",
+                ),
+            )
+            for pattern, codes in raw.items()
+        )
+    if "shapes" in table:
+        values.update(_parse_shapes(table["shapes"], where))
+    if "max-file-size-kb" in table:
+        size = table["max-file-size-kb"]
+        if not isinstance(size, int) or size <= 0:
+            raise TorchlintError(f"{where}: `max-file-size-kb` must be a positive integer")
+        values["max_file_size_kb"] = size
+    if "torch-version" in table:
+        if not isinstance(table["torch-version"], str):
+            raise TorchlintError(f'{where}: `torch-version` must be a string such as "2.1"')
+        values["torch_version"] = table["torch-version"]
+    return replace(config, **values)
+
+
+def _parse_shapes(value: object, where: Path) -> dict[str, Any]:
+    """`shapes = "auto" | true | false`, or a table of declared inputs with optional `enabled`."""
+    if isinstance(value, dict):
+        declared = dict(value)
+        switch = declared.pop("enabled", "auto")
+        result = _parse_shapes(switch, where)
+        for target, entry in declared.items():
+            if ":" not in target or not isinstance(entry, dict):
+                raise TorchlintError(
+                    f'{where}: [tool.torchlint.shapes] entries look like "pkg.module:Class" ='
+                    f" {{ input-shape = [...] }}; got {target!r}"
+                )
+        result["declared_shapes"] = tuple(sorted(declared.items()))
+        return result
+    if value not in _SHAPES_SWITCH:
+        raise TorchlintError(f'{where}: `shapes` must be "auto", true or false')
+    return {"shapes": _SHAPES_SWITCH[value]}
+
+
+def load_config_file(path: Path) -> Config | None:
+    """The config in a pyproject.toml (None if it has no [tool.torchlint]) or torchlint.toml."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise TorchlintError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise TorchlintError(f"{path}: cannot read: {exc.strerror}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("torchlint")
+        if table is None:
+            return None
+    else:
+        table = data
+    if not isinstance(table, dict):
+        raise TorchlintError(f"{path}: [tool.torchlint] must be a table")
+    return parse_config(table, path, path.parent)
+
+
+@cache
+def _config_in(directory: Path) -> Config | None:
+    for name in ("torchlint.toml", "pyproject.toml"):
+        candidate = directory / name
+        if candidate.is_file():
+            config = load_config_file(candidate)
+            if config is not None:
+                return config
+    return None
+
+
+@cache
+def find_config(directory: Path) -> Config | None:
+    """The nearest configuration at or above `directory`."""
+    config = _config_in(directory)
+    if config is None and directory.parent != directory:
+        return find_config(directory.parent)
+    return config
+
+
+def clear_cache() -> None:
+    """Forget configuration files read so far (they changed on disk)."""
+    _config_in.cache_clear()
+    find_config.cache_clear()
+    _settings.cache_clear()
+
+
+def config_for(path: Path, overrides: Overrides | None = None) -> Config:
+    """The configuration governing `path` (a file or folder), or the defaults rooted at cwd."""
+    overrides = overrides or Overrides()
+    if overrides.config_file is not None:
+        return _explicit_config(overrides.config_file.resolve())
+    path = path.resolve() if path.is_absolute() or path.exists() else Path.cwd() / path
+    directory = path if path.is_dir() else path.parent
+    return find_config(directory) or Config(root=Path.cwd())
+
+
+@cache
+def _explicit_config(path: Path) -> Config:
+    config = load_config_file(path)
+    if config is None:
+        raise TorchlintError(f"{path}: no [tool.torchlint] table")
+    return config
+
+
+def settings_for(path: Path, overrides: Overrides | None = None) -> FileSettings:
+    """The settings that apply to one file."""
+    overrides = overrides or Overrides()
+    return _settings(config_for(path, overrides), _relative(path, overrides), overrides)
+
+
+def _relative(path: Path, overrides: Overrides) -> str:
+    config = config_for(path, overrides)
+    absolute = path.resolve() if path.exists() else Path.cwd() / path
+    try:
+        return absolute.relative_to(config.root).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+@cache
+def _settings(config: Config, relative: str, overrides: Overrides) -> FileSettings:
+    select = overrides.select if overrides.select is not None else config.select
+    ignore = config.ignore + overrides.ignore
+    for pattern, codes in config.per_file_ignores:
+        if _spec((pattern,)).match_file(relative):
+            ignore += codes
+    codes = enabled_codes(select, config.extend_select + overrides.extend_select, ignore)
+    return FileSettings(enabled=codes, config=config)
+
+
+def is_excluded(path: Path, overrides: Overrides | None = None) -> bool:
+    """Whether configured (or default) excludes cover `path`, by any of its components."""
+    overrides = overrides or Overrides()
+    config = config_for(path, overrides)
+    spec = _spec(config.exclude + config.extend_exclude + overrides.extend_exclude)
+    relative = _relative(path, overrides)
+    return spec.match_file(relative) or any(
+        spec.match_file(part + "/") for part in _parents(relative)
+    )
+
+
+def _parents(relative: str) -> list[str]:
+    parts = relative.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]

@@ -1,0 +1,141 @@
+"""Which files a run checks: walk the given paths, honouring excludes and .gitignore."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from torchlint.config import Overrides, is_excluded
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class Discovery:
+    """The files to check, and problems met on the way (each a one-line message)."""
+
+    files: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Ignore:
+    base: Path
+    spec: pathspec.GitIgnoreSpec
+
+
+def discover(
+    paths: list[Path],
+    overrides: Overrides | None = None,
+    *,
+    force_exclude: bool = False,
+) -> Discovery:
+    """Files under `paths`. Explicit files are kept unless `force_exclude` and excluded."""
+    result = Discovery()
+    seen: set[Path] = set()
+    for path in paths:
+        if not os.path.lexists(path):
+            result.warnings.append(f"{path}: no such file or directory")
+        elif path.is_dir():
+            _walk(path, overrides, result, seen)
+        elif not (force_exclude and is_excluded(path, overrides)) and path not in seen:
+            seen.add(path)
+            result.files.append(path)
+    return result
+
+
+def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[Path]) -> None:
+    visited_dirs: set[tuple[int, int]] = set()
+    ignores = _ancestor_gitignores(root)
+    stack: list[tuple[Path, list[_Ignore]]] = [(root, ignores)]
+    exclude_cache: dict[Path, bool] = {}
+    while stack:
+        directory, inherited = stack.pop()
+        try:
+            info = directory.stat()
+        except OSError as exc:
+            result.warnings.append(f"{directory}: cannot read: {exc.strerror}")
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key in visited_dirs:
+            if directory.is_symlink():
+                result.warnings.append(f"{directory}: symbolic link loop, not followed")
+            continue
+        visited_dirs.add(key)
+        ignores = inherited + _gitignore_in(directory)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            result.warnings.append(f"{directory}: cannot list: {exc.strerror}")
+            continue
+        subdirs = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not _ignored(path, ignores, True) and not _excluded(
+                    path, overrides, exclude_cache
+                ):
+                    subdirs.append(path)
+                continue
+            wanted = (
+                entry.name.endswith(PYTHON_SUFFIXES)
+                and path not in seen
+                and not _ignored(path, ignores, False)
+                and not is_excluded(path, overrides)
+            )
+            if wanted:
+                seen.add(path)
+                result.files.append(path)
+        stack.extend((d, ignores) for d in reversed(subdirs))
+
+
+def _excluded(path: Path, overrides: Overrides | None, cache: dict[Path, bool]) -> bool:
+    if path not in cache:
+        cache[path] = is_excluded(path / "__dir__", overrides)
+    return cache[path]
+
+
+def _gitignore_in(directory: Path) -> list[_Ignore]:
+    gitignore = directory / ".gitignore"
+    try:
+        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [_Ignore(directory, pathspec.GitIgnoreSpec.from_lines(lines))]
+
+
+def _ancestor_gitignores(root: Path) -> list[_Ignore]:
+    """.gitignore files above `root`, up to the repository's top, outermost first."""
+    found: list[_Ignore] = []
+    current = root.resolve().parent
+    while True:
+        found = _gitignore_in(current) + found
+        if (current / ".git").exists() or current.parent == current:
+            break
+        current = current.parent
+    return found if (current / ".git").exists() else []
+
+
+def _ignored(path: Path, ignores: list[_Ignore], is_dir: bool) -> bool:
+    """Git's rule: the last matching pattern, deepest .gitignore last, decides."""
+    verdict = False
+    absolute = path.resolve() if path.is_symlink() else path.absolute()
+    for ignore in ignores:
+        try:
+            relative = absolute.relative_to(ignore.base.absolute()).as_posix()
+        except ValueError:
+            try:
+                relative = path.absolute().relative_to(ignore.base.absolute()).as_posix()
+            except ValueError:
+                continue
+        result = ignore.spec.check_file(relative + ("/" if is_dir else ""))
+        if result.include is not None:
+            verdict = result.include
+    return verdict

@@ -1,0 +1,201 @@
+"""A whole run: discover files, serve unchanged ones from the cache, lint the rest in parallel.
+
+Shape checks (TL6xx) run after the source rules, in one separate worker process, only when
+torch is importable and they are enabled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchlint.cache import CACHE_DIR_NAME, ResultCache, cache_key
+from torchlint.config import FileSettings, Overrides, settings_for
+from torchlint.diagnostic import Diagnostic
+from torchlint.discovery import discover
+from torchlint.engine import SYNTAX_ERROR, file_error, lint_bytes
+from torchlint.errors import TorchlintError
+from torchlint.noqa import apply_suppressions
+from torchlint.source import UndecodableSource, decode
+
+SHAPE_PREFIX = "TL6"
+# Below this many files to lint, starting worker processes costs more than it saves.
+_PARALLEL_THRESHOLD = 16
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    jobs: int | None = None
+    use_cache: bool = True
+    force_exclude: bool = False
+    cache_dir: Path | None = None
+
+
+@dataclass
+class RunResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: Fixed-up sources by display path (filled by `--fix` runs).
+    sources: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Task:
+    display: str
+    path: Path | None
+    data: bytes
+    settings: FileSettings
+    key: str
+
+
+def display_path(path: Path) -> str:
+    """The path as users see it: relative to the working directory when under it."""
+    try:
+        return path.absolute().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResult:
+    """Lint every file under `paths`."""
+    found = discover(paths, overrides, force_exclude=options.force_exclude)
+    result = RunResult(warnings=list(found.warnings))
+    cache = ResultCache(options.cache_dir or Path.cwd() / CACHE_DIR_NAME, enabled=options.use_cache)
+    tasks: list[_Task] = []
+    for path in found.files:
+        display = display_path(path)
+        result.files.append(display)
+        settings = settings_for(path, overrides)
+        limit = settings.config.max_file_size_kb * 1024
+        try:
+            size = path.stat().st_size
+            if size > limit:
+                result.warnings.append(
+                    f"{display}: skipped, {size / 1e6:.1f} MB is over max-file-size-kb"
+                    f" ({settings.config.max_file_size_kb})"
+                )
+                continue
+            data = path.read_bytes()
+        except OSError as exc:
+            if SYNTAX_ERROR in settings.enabled:
+                reason = exc.strerror or type(exc).__name__
+                result.diagnostics.append(file_error(display, f"cannot read file: {reason}"))
+            continue
+        tasks.append(_Task(display, path, data, settings, cache_key(data, settings.enabled)))
+    result.diagnostics.extend(_lint_all(tasks, cache, options.jobs))
+    result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides))
+    cache.save()
+    result.diagnostics.sort(key=Diagnostic.sort_key)
+    return result
+
+
+def run_source(data: bytes, filename: str, overrides: Overrides) -> RunResult:
+    """Lint one buffer (standard input) as if it were the file `filename`."""
+    path = Path(filename)
+    settings = settings_for(path, overrides)
+    task = _Task(filename, None, data, settings, "")
+    result = RunResult(files=[filename])
+    result.diagnostics = _lint_one(task) + _shape_diagnostics([task], None, overrides)
+    result.diagnostics.sort(key=Diagnostic.sort_key)
+    return result
+
+
+def _lint_one(task: _Task) -> list[Diagnostic]:
+    codes = {c for c in task.settings.enabled if not c.startswith(SHAPE_PREFIX)}
+    return lint_bytes(task.data, task.display, codes)
+
+
+def _lint_task(task: _Task) -> tuple[_Task, list[Diagnostic]]:
+    return task, _lint_one(task)
+
+
+def _lint_all(tasks: list[_Task], cache: ResultCache, jobs: int | None) -> list[Diagnostic]:
+    diagnostics: list[Diagnostic] = []
+    misses: list[_Task] = []
+    for task in tasks:
+        cached = cache.get(task.display, task.key)
+        if cached is None:
+            misses.append(task)
+        else:
+            diagnostics.extend(cached)
+    jobs = jobs or os.cpu_count() or 1
+    if jobs > 1 and len(misses) >= _PARALLEL_THRESHOLD:
+        context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+        chunk = max(1, len(misses) // (jobs * 8))
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            done = list(pool.map(_lint_task, misses, chunksize=chunk))
+    else:
+        done = [_lint_task(task) for task in misses]
+    for task, found in done:
+        cache.put(task.display, task.key, found)
+        diagnostics.extend(found)
+    return diagnostics
+
+
+def _shape_mode(tasks: list[_Task], overrides: Overrides) -> str:
+    modes = {overrides.shapes or task.settings.config.shapes for task in tasks}
+    return "on" if "on" in modes else "auto" if "auto" in modes else "off"
+
+
+def _shape_diagnostics(
+    tasks: list[_Task], cache: ResultCache | None, overrides: Overrides
+) -> list[Diagnostic]:
+    """TL6xx for the files whose settings enable them, from one worker run (or the cache)."""
+    candidates = [
+        t
+        for t in tasks
+        if (overrides.shapes or t.settings.config.shapes) != "off"
+        and any(c.startswith(SHAPE_PREFIX) for c in t.settings.enabled)
+        and b"Module" in t.data
+    ]
+    mode = _shape_mode(tasks, overrides) if tasks else "off"
+    if mode == "off" or not candidates:
+        return []
+    try:
+        from torchlint import shapes
+    except ImportError:
+        shapes = None
+    if shapes is None or not shapes.torch_available():
+        if mode == "on":
+            raise TorchlintError(
+                "shape checks are on (shapes = true / --shapes) but torch cannot be imported;"
+                " install torch, or use --no-shapes"
+            )
+        return []
+    torch_version = importlib.metadata.version("torch")
+    run_digest = hashlib.sha256(b"".join(t.key.encode() + t.data for t in candidates)).hexdigest()
+    keys = {
+        t.display: cache_key(t.data, t.settings.enabled, torch_version, run_digest)
+        for t in candidates
+    }
+    if cache is not None:
+        hits = [cache.get("shapes:" + t.display, keys[t.display]) for t in candidates]
+        if all(h is not None for h in hits):
+            return [d for h in hits for d in h or []]
+    sources: dict[str, str] = {}
+    for task in candidates:
+        try:
+            sources[task.display] = decode(task.data)
+        except UndecodableSource:
+            continue
+    declared = {}
+    for task in candidates:
+        declared.update(dict(task.settings.config.declared_shapes))
+    found = shapes.check_files(list(sources.items()), declared=declared)
+    diagnostics: list[Diagnostic] = []
+    for task in candidates:
+        if task.display not in sources:
+            continue
+        kept = [d for d in found.get(task.display, []) if d.code in task.settings.enabled]
+        kept = apply_suppressions(sources[task.display], kept)
+        if cache is not None:
+            cache.put("shapes:" + task.display, keys[task.display], kept)
+        diagnostics.extend(kept)
+    return diagnostics
