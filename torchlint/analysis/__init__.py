@@ -1,0 +1,1 @@
+"""Shared analyses that several rules build on (value kinds, loops, device moves, ...)."""
