@@ -151,6 +151,11 @@ def _check_command(args: argparse.Namespace) -> int:
 def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]) -> int:
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if args.verbose:
+        print(
+            f"torchlint: checked {len(result.files)} files, {result.cached} from the cache",
+            file=sys.stderr,
+        )
     diagnostics = result.diagnostics
     if args.statistics:
         sys.stdout.write(format_statistics(diagnostics))

@@ -42,8 +42,8 @@ class RunResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: Fixed-up sources by display path (filled by `--fix` runs).
-    sources: dict[str, bytes] = field(default_factory=dict)
+    #: How many files were served from the cache.
+    cached: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,8 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
                 result.diagnostics.append(file_error(display, f"cannot read file: {reason}"))
             continue
         tasks.append(_Task(display, path, data, settings, cache_key(data, settings.enabled)))
-    result.diagnostics.extend(_lint_all(tasks, cache, options.jobs))
+    found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs)
+    result.diagnostics.extend(found_diagnostics)
     result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides))
     cache.save()
     result.diagnostics.sort(key=Diagnostic.sort_key)
@@ -116,7 +117,10 @@ def _lint_task(task: _Task) -> tuple[_Task, list[Diagnostic]]:
     return task, _lint_one(task)
 
 
-def _lint_all(tasks: list[_Task], cache: ResultCache, jobs: int | None) -> list[Diagnostic]:
+def _lint_all(
+    tasks: list[_Task], cache: ResultCache, jobs: int | None
+) -> tuple[list[Diagnostic], int]:
+    """Diagnostics for every task, and how many came from the cache."""
     diagnostics: list[Diagnostic] = []
     misses: list[_Task] = []
     for task in tasks:
@@ -136,7 +140,7 @@ def _lint_all(tasks: list[_Task], cache: ResultCache, jobs: int | None) -> list[
     for task, found in done:
         cache.put(task.display, task.key, found)
         diagnostics.extend(found)
-    return diagnostics
+    return diagnostics, len(tasks) - len(misses)
 
 
 def _shape_mode(tasks: list[_Task], overrides: Overrides) -> str:

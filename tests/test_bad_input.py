@@ -1,0 +1,93 @@
+"""Bad input is reported once, with its path, and never stops the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BUGGY, run_cli
+from torchlint import engine
+from torchlint.cli import main
+from torchlint.registry import all_rules
+from torchlint.rule import Rule
+
+
+def _lines(result) -> list[str]:
+    return [line for line in result.stdout.splitlines() if ": TL" in line]
+
+
+def test_each_bad_file_is_reported_and_the_rest_checked(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text(BUGGY)
+    (tmp_path / "syntax.py").write_text("import torch\ndef f(:\n")
+    (tmp_path / "nul.py").write_bytes(b"import torch\x00\n")
+    (tmp_path / "latin.py").write_bytes("import torch\n# caf\xe9\n".encode("latin-1"))
+    (tmp_path / "empty.py").write_text("")
+    os.symlink("dangling-target.py", tmp_path / "dangling.py")
+    (tmp_path / "loop").mkdir()
+    os.symlink("..", tmp_path / "loop" / "back")
+    result = run_cli(".", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = _lines(result)
+    assert any(line.startswith("good.py:5:28: TL101") for line in lines)
+    assert any(line.startswith("syntax.py:2:7: TL000 SyntaxError") for line in lines)
+    assert any(line.startswith("nul.py:1:1: TL000") and "null byte" in line for line in lines)
+    assert any(line.startswith("latin.py:1:1: TL000") and "utf-8" in line for line in lines)
+    assert any(line.startswith("dangling.py:1:1: TL000 cannot read file") for line in lines)
+    assert not any(line.startswith("empty.py") for line in lines)
+    assert result.stderr.count("symbolic link loop") == 1
+    # The loop was not followed: each file appears once.
+    assert sum(line.startswith("good.py") for line in lines) == 1
+
+
+def test_encoding_cookie_is_honoured(tmp_path: Path) -> None:
+    source = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + BUGGY
+    (tmp_path / "m.py").write_bytes(source.encode("latin-1"))
+    assert "m.py:7:28: TL101" in run_cli("m.py", cwd=tmp_path).stdout
+
+
+def test_huge_file_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "huge.py").write_text("import torch\n" + "x = 1\n" * 900_000)
+    (tmp_path / "good.py").write_text(BUGGY)
+    result = run_cli(".", "--no-cache", cwd=tmp_path)
+    assert "huge.py: skipped, 5.4 MB is over max-file-size-kb" in result.stderr
+    assert "good.py:5:28: TL101" in result.stdout
+
+
+def test_twenty_thousand_files(tmp_path: Path) -> None:
+    for i in range(20_000):
+        (tmp_path / f"m{i}.py").write_text("x = 1\n")
+    (tmp_path / "zz_bad.py").write_text(BUGGY)
+    result = run_cli(".", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 1 and _lines(result) == [result.stdout.splitlines()[0]]
+
+
+class _CrashingRule(Rule):
+    """
+    ## What it does
+    Raises, to test that the engine survives a broken rule.
+    """
+
+    code = "TL998"
+    name = "always-crashes"
+
+    def visit_Call(self, node) -> None:
+        raise ValueError("boom")
+
+
+def test_a_crashing_rule_keeps_the_other_rules_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(all_rules(), "TL998", _CrashingRule)
+    diagnostics = engine.lint_source(BUGGY, "m.py", {"TL101", "TL998"})
+    codes = [d.code for d in diagnostics]
+    assert codes == ["TL999", "TL101"]
+    assert "TL998 (always-crashes)" in diagnostics[0].message
+    assert "ValueError: boom" in diagnostics[0].message
+    (tmp_path / "m.py").write_text(BUGGY)
+    monkeypatch.chdir(tmp_path)
+    assert main(["m.py", "--no-cache", "--jobs", "1", "--select", "TL101,TL998"]) == 2
+    out = capsys.readouterr()
+    assert "TL999" in out.out and "TL101" in out.out and "Traceback" not in out.err
