@@ -31,8 +31,18 @@ class Report:
 class FileContext:
     """Per-file facts shared by all rules; the expensive ones are computed on first use."""
 
-    def __init__(self, path: str, source: str, module: cst.Module, imports: ImportMap) -> None:
+    def __init__(
+        self,
+        path: str,
+        source: str,
+        module: cst.Module,
+        imports: ImportMap,
+        *,
+        torch_version: str | None = None,
+    ) -> None:
         self.path = path
+        #: The `torch-version` setting ("2.1"), or None when the project sets none.
+        self.torch_version = torch_version
         self.source = source
         self.module = module
         self.imports = imports

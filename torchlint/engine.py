@@ -26,7 +26,9 @@ SYNTAX_ERROR = "TL000"
 INTERNAL_ERROR = "TL999"
 
 
-def lint_bytes(data: bytes, path: str, enabled: Collection[str]) -> list[Diagnostic]:
+def lint_bytes(
+    data: bytes, path: str, enabled: Collection[str], *, torch_version: str | None = None
+) -> list[Diagnostic]:
     """Lint a file's raw bytes; undecodable input becomes a TL000 diagnostic."""
     try:
         source = decode(data)
@@ -34,11 +36,16 @@ def lint_bytes(data: bytes, path: str, enabled: Collection[str]) -> list[Diagnos
         if SYNTAX_ERROR not in enabled:
             return []
         return [file_error(path, str(exc))]
-    return lint_source(source, path, enabled)
+    return lint_source(source, path, enabled, torch_version=torch_version)
 
 
-def lint_source(source: str, path: str, enabled: Collection[str]) -> list[Diagnostic]:
-    """Lint Python source text with the rules whose codes are in `enabled`."""
+def lint_source(
+    source: str, path: str, enabled: Collection[str], *, torch_version: str | None = None
+) -> list[Diagnostic]:
+    """Lint Python source text with the rules whose codes are in `enabled`.
+
+    `torch_version` is the project's target torch (`torch-version` setting), if configured.
+    """
     rules = active_rules(source, enabled)
     if not rules:
         # Nothing to look for: a quick compile still reports files that do not parse.
@@ -53,7 +60,7 @@ def lint_source(source: str, path: str, enabled: Collection[str]) -> list[Diagno
         return [error] if error and SYNTAX_ERROR in enabled else []
     imports = ImportMap()
     imports.add_all(top_level_imports(module))
-    context = FileContext(path, source, module, imports)
+    context = FileContext(path, source, module, imports, torch_version=torch_version)
     crashes = run_rules(context, rules)
     diagnostics = _locate(context, [r for r in context.reports if type(r.rule) not in crashes])
     diagnostics.extend(

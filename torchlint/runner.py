@@ -88,7 +88,8 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
                 reason = exc.strerror or type(exc).__name__
                 result.diagnostics.append(file_error(display, f"cannot read file: {reason}"))
             continue
-        tasks.append(_Task(display, path, data, settings, cache_key(data, settings.enabled)))
+        key = cache_key(data, settings.enabled, settings.config.torch_version or "")
+        tasks.append(_Task(display, path, data, settings, key))
     found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs)
     result.diagnostics.extend(found_diagnostics)
     result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides))
@@ -110,7 +111,9 @@ def run_source(data: bytes, filename: str, overrides: Overrides) -> RunResult:
 
 def _lint_one(task: _Task) -> list[Diagnostic]:
     codes = {c for c in task.settings.enabled if not c.startswith(SHAPE_PREFIX)}
-    return lint_bytes(task.data, task.display, codes)
+    return lint_bytes(
+        task.data, task.display, codes, torch_version=task.settings.config.torch_version
+    )
 
 
 def _lint_task(task: _Task) -> tuple[_Task, list[Diagnostic]]:
