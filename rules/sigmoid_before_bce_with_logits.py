@@ -1,0 +1,71 @@
+"""TL102: sigmoid output passed to a binary cross-entropy loss that applies sigmoid itself."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.activations import (
+    BCE_WITH_LOGITS,
+    SIGMOID,
+    activation_flow,
+    has_loss_token,
+)
+from torchlint.context import FileContext
+from torchlint.rule import Rule
+
+
+class SigmoidBeforeBceWithLogits(Rule):
+    """
+    ## What it does
+    Reports sigmoid output passed as the input of `nn.BCEWithLogitsLoss` or
+    `F.binary_cross_entropy_with_logits`, which expect raw logits.
+
+    The value is followed from `torch.sigmoid` / `F.sigmoid` / `x.sigmoid()` calls, through
+    local variables, and through models: an `nn.Sigmoid` layer, an `nn.Sequential` whose last
+    layer is one, or an `nn.Module` of the same file whose `forward` returns sigmoid output.
+
+    ## Why is this bad?
+    The "with logits" losses apply the sigmoid themselves. Given probabilities, they compute
+    `sigmoid(sigmoid(z))`, which always lies between 0.5 and 0.73: the loss cannot reach its
+    minimum, gradients are tiny, and the model learns little or nothing, without any error.
+
+    ## Known problems
+    Only data flow that is certain is followed: a variable assigned on several paths, a model
+    passed in as a parameter or defined in another file is not looked into, so some cases are
+    missed. `nn.BCELoss` on sigmoid output is correct and not reported.
+
+    ## Example
+    ```python
+    criterion = nn.BCEWithLogitsLoss()
+    probs = torch.sigmoid(model(x))
+    loss = criterion(probs, y)
+    ```
+
+    ## Use instead
+    ```python
+    criterion = nn.BCEWithLogitsLoss()
+    logits = model(x)
+    loss = criterion(logits, y)
+    probs = torch.sigmoid(logits)  # for predictions
+    ```
+    """
+
+    code = "TL102"
+    name = "sigmoid-before-bce-with-logits"
+    triggers = ("sigmoid", "Sigmoid", "expit")
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._active = has_loss_token(context.source, BCE_WITH_LOGITS)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
+        found = activation_flow(self.context).loss_input(node, self.context.ancestors)
+        if found is None or found.loss.kind != BCE_WITH_LOGITS or found.activation.kind != SIGMOID:
+            return
+        self.report(
+            found.argument,
+            f"{found.loss.label} applies sigmoid itself; pass the raw logits, not sigmoid "
+            f"output ({found.activation.describe()}), or use nn.BCELoss on probabilities",
+        )

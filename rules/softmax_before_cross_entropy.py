@@ -1,0 +1,90 @@
+"""TL101: softmax (or log_softmax) output passed to a cross-entropy loss."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.activations import (
+    CROSS_ENTROPY,
+    LOG_SOFTMAX,
+    SOFTMAX,
+    activation_flow,
+    has_loss_token,
+)
+from torchlint.context import FileContext
+from torchlint.rule import Rule
+
+
+class SoftmaxBeforeCrossEntropy(Rule):
+    """
+    ## What it does
+    Reports softmax or log_softmax output passed as the input of `nn.CrossEntropyLoss` or
+    `F.cross_entropy`, which expect raw, unnormalized logits.
+
+    The value is followed from `F.softmax` / `torch.softmax` / `x.softmax(dim)` calls, through
+    local variables, and through models: an `nn.Softmax` or `nn.LogSoftmax` layer, an
+    `nn.Sequential` whose last layer is one, or an `nn.Module` of the same file whose
+    `forward` returns such output.
+
+    ## Why is this bad?
+    Cross-entropy applies `log_softmax` to its input itself. Given probabilities, it computes
+    `log_softmax(softmax(z))`: the probabilities are squashed again, the loss barely moves
+    however wrong the prediction, gradients shrink, and training stalls or converges to a
+    poor model without any error. Given log_softmax output, the second `log_softmax` changes
+    nothing but is wasted work and hides what the model outputs.
+
+    ## Known problems
+    Only data flow that is certain is followed: a variable assigned on several paths, a model
+    passed in as a parameter or defined in another file is not looked into, so some cases are
+    missed. A softmax used as the *target* (soft labels) is fine and not reported.
+
+    ## Example
+    ```python
+    model = nn.Sequential(nn.Linear(128, 10), nn.Softmax(dim=1))
+    criterion = nn.CrossEntropyLoss()
+    loss = criterion(model(x), y)
+
+    probs = F.softmax(logits, dim=1)
+    loss = F.cross_entropy(probs, y)
+    ```
+
+    ## Use instead
+    ```python
+    model = nn.Sequential(nn.Linear(128, 10))  # apply softmax only for predictions
+    criterion = nn.CrossEntropyLoss()
+    loss = criterion(model(x), y)
+
+    loss = F.cross_entropy(logits, y)
+    probs = F.softmax(logits, dim=1)  # for metrics
+    ```
+    """
+
+    code = "TL101"
+    name = "softmax-before-cross-entropy"
+    triggers = ("softmax", "Softmax")
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._active = has_loss_token(context.source, CROSS_ENTROPY)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._active:
+            return
+        found = activation_flow(self.context).loss_input(node, self.context.ancestors)
+        if found is None or found.loss.kind != CROSS_ENTROPY:
+            return
+        activation = found.activation
+        if activation.kind == SOFTMAX:
+            message = (
+                f"{found.loss.label} applies log_softmax itself; pass the raw logits, "
+                f"not softmax output ({activation.describe()})"
+            )
+        elif activation.kind == LOG_SOFTMAX:
+            message = (
+                f"{found.loss.label} applies log_softmax itself, and this is already "
+                f"log_softmax output ({activation.describe()}); pass the raw logits, "
+                "or use nn.NLLLoss on log-probabilities"
+            )
+        else:
+            return
+        self.report(found.argument, message)
