@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(FORMATS),
         default=os.environ.get("TORCHLINT_OUTPUT_FORMAT", "concise"),
     )
+    check.add_argument("--fix", action="store_true", help="apply safe fixes")
+    check.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply fixes that may change behaviour"
+    )
+    check.add_argument(
+        "--diff", action="store_true", help="print the fixes as a diff; write nothing"
+    )
     check.add_argument("--statistics", action="store_true", help="count diagnostics per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with diagnostics")
     check.add_argument("--stdin-filename", metavar="NAME", help="lint standard input as NAME")
@@ -127,13 +134,15 @@ def _check_command(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
         force_exclude=args.force_exclude,
         cache_dir=args.cache_dir,
+        fix_mode="diff" if args.diff else "fix" if args.fix else None,
+        unsafe_fixes=args.unsafe_fixes,
     )
     if args.jobs is not None and args.jobs < 1:
         raise TorchlintError("--jobs must be at least 1")
     sources: dict[str, str] = {}
     if args.stdin_filename is not None and (not args.paths or args.paths == [Path("-")]):
         data = sys.stdin.buffer.read()
-        result = run_source(data, args.stdin_filename, overrides)
+        result = run_source(data, args.stdin_filename, overrides, options)
         sources[args.stdin_filename] = data.decode("utf-8", errors="replace")
     else:
         if args.show_files:
@@ -149,6 +158,13 @@ def _check_command(args: argparse.Namespace) -> int:
 
 
 def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]) -> int:
+    stdin_fix = args.fix and not args.diff and args.stdin_filename is not None
+    if args.diff or stdin_fix:
+        # The fixed text (or the diff) is the output; diagnostics go to standard error.
+        sys.stdout.write("".join(result.fixed_text))
+        out = sys.stderr
+    else:
+        out = sys.stdout
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.verbose:
@@ -158,13 +174,20 @@ def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]
         )
     diagnostics = result.diagnostics
     if args.statistics:
-        sys.stdout.write(format_statistics(diagnostics))
+        out.write(format_statistics(diagnostics))
+    elif args.diff:
+        count = result.fixed
+        out.write(f"Would fix {count} error{'s' if count != 1 else ''}.\n" if count else "")
     else:
-        context = OutputContext(diagnostics, sources=sources)
+        context = OutputContext(
+            diagnostics, sources=sources, show_fixes=args.unsafe_fixes, fixed=result.fixed
+        )
         text = FORMATS[args.output_format](context)
         if args.quiet and args.output_format in ("concise", "full"):
             text = "".join(line + "\n" for line in text.splitlines()[: len(diagnostics)])
-        sys.stdout.write(text)
+        out.write(text)
+    if args.diff and result.fixed:
+        return EXIT_FOUND
     missing = any("no such file or directory" in w for w in result.warnings)
     if missing or any(d.code == INTERNAL_ERROR for d in diagnostics):
         return EXIT_ERROR

@@ -6,6 +6,7 @@ torch is importable and they are enabled.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.metadata
 import multiprocessing
@@ -21,6 +22,14 @@ from torchlint.diagnostic import Diagnostic
 from torchlint.discovery import discover
 from torchlint.engine import SYNTAX_ERROR, file_error, lint_bytes
 from torchlint.errors import TorchlintError
+from torchlint.fixing import (
+    FileChangedError,
+    applicable,
+    detect_encoding,
+    encode,
+    fix_source,
+    write_atomically,
+)
 from torchlint.noqa import apply_suppressions
 from torchlint.source import UndecodableSource, decode
 
@@ -35,6 +44,9 @@ class RunOptions:
     use_cache: bool = True
     force_exclude: bool = False
     cache_dir: Path | None = None
+    #: None to only report, "fix" to write fixes, "diff" to show them without writing.
+    fix_mode: str | None = None
+    unsafe_fixes: bool = False
 
 
 @dataclass
@@ -44,6 +56,10 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     #: How many files were served from the cache.
     cached: int = 0
+    #: How many diagnostics fixes resolved (`--fix`, `--diff`).
+    fixed: int = 0
+    #: Unified diffs of the fixes (`--diff`), or the fixed text of standard input (`--fix`).
+    fixed_text: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,8 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
         key = cache_key(data, settings.enabled, settings.config.torch_version or "")
         tasks.append(_Task(display, path, data, settings, key))
     found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs)
+    if options.fix_mode:
+        found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
     result.diagnostics.extend(found_diagnostics)
     result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides))
     cache.save()
@@ -98,13 +116,22 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
     return result
 
 
-def run_source(data: bytes, filename: str, overrides: Overrides) -> RunResult:
-    """Lint one buffer (standard input) as if it were the file `filename`."""
+def run_source(
+    data: bytes, filename: str, overrides: Overrides, options: RunOptions | None = None
+) -> RunResult:
+    """Lint one buffer (standard input) as if it were the file `filename`.
+
+    With `--fix`, `fixed_text` holds the fixed buffer; with `--diff`, its diff.
+    """
+    options = options or RunOptions()
     path = Path(filename)
     settings = settings_for(path, overrides)
     task = _Task(filename, None, data, settings, "")
     result = RunResult(files=[filename])
-    result.diagnostics = _lint_one(task) + _shape_diagnostics([task], None, overrides)
+    diagnostics = _lint_one(task)
+    if options.fix_mode:
+        diagnostics = _fix_all([task], diagnostics, options, result)
+    result.diagnostics = diagnostics + _shape_diagnostics([task], None, overrides)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
 
@@ -206,3 +233,58 @@ def _shape_diagnostics(
             cache.put("shapes:" + task.display, keys[task.display], kept)
         diagnostics.extend(kept)
     return diagnostics
+
+
+def _fix_all(
+    tasks: list[_Task], diagnostics: list[Diagnostic], options: RunOptions, result: RunResult
+) -> list[Diagnostic]:
+    """Fix the files that have applicable fixes; returns the diagnostics left afterwards."""
+    by_path: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_path.setdefault(diagnostic.path, []).append(diagnostic)
+    remaining: list[Diagnostic] = []
+    for task in tasks:
+        found = by_path.pop(task.display, [])
+        if not any(applicable(d, options.unsafe_fixes) for d in found):
+            remaining.extend(found)
+            if task.path is None and options.fix_mode == "fix":
+                result.fixed_text.append(task.data.decode("utf-8", errors="surrogateescape"))
+            continue
+        remaining.extend(_fix_one(task, options, result))
+    for rest in by_path.values():
+        remaining.extend(rest)
+    return remaining
+
+
+def _fix_one(task: _Task, options: RunOptions, result: RunResult) -> list[Diagnostic]:
+    encoding = detect_encoding(task.data)
+    original = decode(task.data)
+    outcome = fix_source(
+        original,
+        lambda text: _lint_one(
+            _Task(task.display, task.path, encode(text, encoding), task.settings, "")
+        ),
+        unsafe=options.unsafe_fixes,
+    )
+    if outcome.source == original:
+        return outcome.remaining
+    if options.fix_mode == "diff":
+        diff = difflib.unified_diff(
+            original.splitlines(keepends=True),
+            outcome.source.splitlines(keepends=True),
+            fromfile=task.display,
+            tofile=task.display,
+        )
+        result.fixed_text.append("".join(diff))
+        result.fixed += outcome.fixed
+        return outcome.remaining
+    if task.path is None:
+        result.fixed_text.append(outcome.source)
+    else:
+        try:
+            write_atomically(task.path, encode(outcome.source, encoding), task.data)
+        except (FileChangedError, OSError) as exc:
+            result.warnings.append(f"{task.display}: fixes not written: {exc}")
+            return _lint_one(task)
+    result.fixed += outcome.fixed
+    return outcome.remaining

@@ -16,7 +16,10 @@ class OutputContext:
     diagnostics: list[Diagnostic]
     #: Source text by path, for buffers that are not on disk (standard input).
     sources: dict[str, str] = field(default_factory=dict)
+    #: Whether unsafe fixes count as available (`--unsafe-fixes`).
     show_fixes: bool = False
+    #: How many diagnostics `--fix` resolved in this run.
+    fixed: int = 0
 
     def source_lines(self, path: str) -> list[str]:
         if path not in self.sources:

@@ -48,14 +48,28 @@ def format_full(context: OutputContext) -> str:
     return "\n\n".join([*blocks, "\n".join(summary(context))]).lstrip("\n") + "\n"
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
 def summary(context: OutputContext) -> list[str]:
-    count = len(context.diagnostics)
-    if count == 0:
+    count, fixed = len(context.diagnostics), context.fixed
+    if fixed:
+        found = f"Found {_plural(count + fixed, 'error')} ({fixed} fixed, {count} remaining)."
+        lines = [found]
+    elif count == 0:
         return ["All checks passed!"]
-    lines = [f"Found {count} error{'s' if count != 1 else ''}."]
-    fixable = sum(1 for d in context.diagnostics if d.fix is not None and d.fix.safe)
+    else:
+        lines = [f"Found {_plural(count, 'error')}."]
+    with_fix = [d for d in context.diagnostics if d.fix is not None]
+    fixable = sum(1 for d in with_fix if d.fix.safe or context.show_fixes)
+    hidden = len(with_fix) - fixable
     if fixable:
-        lines.append(f"[*] {fixable} fixable with the `--fix` option.")
+        option = "`--fix --unsafe-fixes`" if context.show_fixes else "`--fix`"
+        lines.append(f"[*] {fixable} fixable with {option}.")
+    if hidden:
+        fixes = "fix" if hidden == 1 else "fixes"
+        lines.append(f"({hidden} hidden {fixes} can be enabled with `--unsafe-fixes`.)")
     return lines
 
 
