@@ -1,0 +1,500 @@
+"""The language server: documents in, diagnostics out, plus code actions and hover.
+
+Source rules run on the buffer text (never the file on disk) in one lint thread, debounced
+after edits; an edit that arrives while a lint waits supersedes it. Shape checks run on open
+and save only, in a worker process (`shapes.ShapeRunner`), and join the published diagnostics
+when they finish, unless an edit made them stale first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import sys
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from torchlint import __version__
+from torchlint.diagnostic import Diagnostic
+from torchlint.engine import INTERNAL_ERROR, lint_source
+from torchlint.noqa import apply_suppressions
+from torchlint.server import actions
+from torchlint.server.convert import Text, overlaps, to_lsp
+from torchlint.server.hover import codes_at, hover_text
+from torchlint.server.settings import (
+    CONFIG_FILE_NAMES,
+    DocumentSettings,
+    Options,
+    forget_configuration,
+    settings_for,
+    shapes_installed,
+)
+from torchlint.server.shapes import ShapeRunner
+
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.torchlint"
+PYTHON_SUFFIXES = (".py", ".pyi")
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Linted:
+    """One lint of one version of a document."""
+
+    text: Text
+    display: str
+    settings: DocumentSettings
+    diagnostics: list[Diagnostic]
+
+
+@dataclass
+class DocumentState:
+    linted: Linted | None = None
+    #: Order of submission of the lint that produced `linted`; older results never win.
+    sequence: int = -1
+    lint_task: asyncio.Task[None] | None = None
+    shape_task: asyncio.Task[None] | None = None
+    #: Shape findings and the exact source they were computed for.
+    shape_diagnostics: list[Diagnostic] = field(default_factory=list)
+    shape_source: str | None = None
+    logged: set[str] = field(default_factory=set)
+
+
+def lint_document(path: Path | None, display: str, source: str, root: Path | None, encoding: str):
+    """Lint a buffer (runs in the lint thread)."""
+    settings = settings_for(path, root)
+    text = Text(source, encoding)
+    diagnostics = [] if settings.excluded else lint_source(source, display, settings.enabled)
+    return Linted(text, display, settings, diagnostics)
+
+
+class TorchlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "torchlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
+        self.options = Options()
+        self.states: dict[str, DocumentState] = {}
+        self.linter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-lint")
+        self.shapes = ShapeRunner(log=lambda message: self.log(message, types.MessageType.Warning))
+        self._sequence = itertools.count()
+        self._announced: set[str] = set()
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        try:
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+        except Exception:  # no client to tell (shutting down): stderr it is
+            logger.warning("%s", message)
+
+    def log_error(self, what: str) -> None:
+        """Log the exception being handled; the server carries on."""
+        self.log(f"{what}:\n{traceback.format_exc()}", types.MessageType.Error)
+
+    def announce(self, message: str) -> None:
+        """Show a message once per session (configuration errors)."""
+        if message not in self._announced:
+            self._announced.add(message)
+            self.log(message, types.MessageType.Error)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=message)
+            )
+
+    @property
+    def encoding(self) -> str:
+        return str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+
+    def document(self, uri: str) -> TextDocument | None:
+        """An open Python document (pygls would otherwise read unknown ones from disk)."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return None
+        if doc.language_id not in (None, "python") and not doc.path.endswith(PYTHON_SUFFIXES):
+            return None
+        return doc
+
+    def root(self) -> Path | None:
+        root = self.workspace.root_path
+        return Path(root) if root else None
+
+    # --- linting -------------------------------------------------------------------------------
+
+    def schedule(self, uri: str, delay: float = 0.0, shapes: bool = False) -> None:
+        """Lint `uri` after `delay` seconds, superseding a lint that has not reported yet."""
+        state = self.states.setdefault(uri, DocumentState())
+        if state.lint_task is not None and not state.lint_task.done():
+            state.lint_task.cancel()
+        state.lint_task = asyncio.ensure_future(self._lint_later(uri, delay, shapes))
+
+    async def _lint_later(self, uri: str, delay: float, shapes: bool) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            await self.lint_now(uri, shapes=shapes)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.log_error(f"torchlint failed on {uri}")
+
+    async def lint_now(self, uri: str, *, shapes: bool = False) -> Linted | None:
+        doc = self.document(uri)
+        if doc is None:
+            return None
+        path = Path(doc.path) if to_fs_path(uri) else None
+        display = str(path) if path is not None else uri
+        sequence = next(self._sequence)
+        loop = asyncio.get_running_loop()
+        linted = await loop.run_in_executor(
+            self.linter, lint_document, path, display, doc.source, self.root(), self.encoding
+        )
+        state = self.states.get(uri)
+        if state is None or self.document(uri) is None or sequence < state.sequence:
+            return linted  # closed meanwhile, or a newer lint already reported
+        state.linted, state.sequence = linted, sequence
+        self._report_problems(state, linted)
+        self.publish(uri)
+        if shapes:
+            self.start_shapes(uri, linted)
+        return linted
+
+    def _report_problems(self, state: DocumentState, linted: Linted) -> None:
+        if linted.settings.error:
+            self.announce(
+                f"torchlint: invalid configuration ({linted.settings.error}); using defaults"
+            )
+        for d in linted.diagnostics:
+            if d.code == INTERNAL_ERROR and d.message not in state.logged:
+                state.logged.add(d.message)
+                self.log(f"{d.path}:{d.line}:{d.column}: {d.message}", types.MessageType.Error)
+
+    def publish(self, uri: str) -> None:
+        state = self.states.get(uri)
+        if state is None or state.linted is None:
+            return
+        linted = state.linted
+        found = [d for d in linted.diagnostics if d.code != INTERNAL_ERROR]
+        if state.shape_source == linted.text.source:
+            found += state.shape_diagnostics
+        doc = self.document(uri)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri,
+                version=doc.version if doc is not None else None,
+                diagnostics=[to_lsp(d, linted.text) for d in found],
+            )
+        )
+
+    async def fresh(self, uri: str) -> Linted | None:
+        """The lint of the document's current text, linting now if the last one is stale."""
+        doc = self.document(uri)
+        state = self.states.get(uri)
+        if doc is None or state is None:
+            return None
+        if state.linted is not None and state.linted.text.source == doc.source:
+            return state.linted
+        # A pending debounced lint still runs (it may start shape checks); this one answers now.
+        return await self.lint_now(uri)
+
+    # --- shape checks --------------------------------------------------------------------------
+
+    def start_shapes(self, uri: str, linted: Linted) -> None:
+        state = self.states.get(uri)
+        if (
+            state is None
+            or not self.options.shapes
+            or self.shapes.available is False
+            or not linted.settings.wants_shapes
+            or "Module" not in linted.text.source
+            or not shapes_installed()
+        ):
+            return
+        self.cancel_shapes(state)
+        state.shape_task = asyncio.ensure_future(self._run_shapes(uri, linted))
+
+    async def _run_shapes(self, uri: str, linted: Linted) -> None:
+        try:
+            found = await self.shapes.check(
+                linted.display, linted.text.source, linted.settings.declared_shapes
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.log_error(f"shape checks failed on {uri}")
+            return
+        state = self.states.get(uri)
+        if found is None or state is None or state.linted is None:
+            return
+        source = linted.text.source
+        if state.linted.text.source != source:
+            return  # edited since: these positions are stale
+        kept = [d for d in found if d.code in linted.settings.enabled]
+        state.shape_diagnostics = apply_suppressions(source, kept)
+        state.shape_source = source
+        self.publish(uri)
+
+    @staticmethod
+    def cancel_shapes(state: DocumentState) -> None:
+        if state.shape_task is not None and not state.shape_task.done():
+            state.shape_task.cancel()
+        state.shape_task = None
+
+    # --- document events -----------------------------------------------------------------------
+
+    def opened(self, uri: str) -> None:
+        self.schedule(uri, shapes=True)
+
+    def changed(self, uri: str) -> None:
+        state = self.states.get(uri)
+        if state is not None:
+            self.cancel_shapes(state)
+        self.schedule(uri, self.options.debounce_ms / 1000)
+
+    def saved(self, uri: str) -> None:
+        if Path(to_fs_path(uri) or uri).name in CONFIG_FILE_NAMES:
+            self.reconfigure()
+        elif uri in self.states:
+            self.schedule(uri, shapes=True)
+
+    def closed(self, uri: str) -> None:
+        state = self.states.pop(uri, None)
+        if state is not None:
+            if state.lint_task is not None:
+                state.lint_task.cancel()
+            self.cancel_shapes(state)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
+
+    def reconfigure(self) -> None:
+        """A configuration file changed: forget what was read and lint every open document."""
+        forget_configuration()
+        self._announced.clear()
+        for uri in list(self.states):
+            self.schedule(uri, shapes=True)
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def workspace_edit(self, uri: str, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+        doc = self.document(uri)
+        capabilities = self.client_capabilities.workspace
+        versioned = bool(
+            capabilities
+            and capabilities.workspace_edit
+            and capabilities.workspace_edit.document_changes
+        )
+        if versioned and doc is not None:
+            return types.WorkspaceEdit(
+                document_changes=[
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(
+                            uri=uri, version=doc.version
+                        ),
+                        edits=edits,
+                    )
+                ]
+            )
+        return types.WorkspaceEdit(changes={uri: edits})
+
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        linted = await self.fresh(uri)
+        if linted is None:
+            return []
+        only = params.context.only
+
+        def wanted(kind: str) -> bool:
+            return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+        found: list[types.CodeAction] = []
+        if wanted(types.CodeActionKind.QuickFix):
+            found += self._quick_fixes(uri, linted, params)
+        fixable = any(d.fix is not None and d.fix.safe for d in linted.diagnostics)
+        if wanted(FIX_ALL) and fixable:
+            action = await self._fix_all(uri, linted)
+            if action is not None:
+                found.append(action)
+        return found
+
+    def _quick_fixes(
+        self, uri: str, linted: Linted, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
+        text = linted.text
+        start, end = text.offset_of(params.range.start), text.offset_of(params.range.end)
+        # Clients also name the diagnostics they mean (Neovim: those on the cursor's line).
+        named = {
+            (d.code, d.range.start.line, d.range.start.character)
+            for d in params.context.diagnostics
+            if d.source == "torchlint"
+        }
+        found = []
+        for d in linted.diagnostics:
+            if d.code == INTERNAL_ERROR:
+                continue
+            lsp = to_lsp(d, text)
+            key = (d.code, lsp.range.start.line, lsp.range.start.character)
+            if not overlaps(text, d, start, end) and key not in named:
+                continue
+            if d.fix is not None and d.fix.edits:
+                found.append(
+                    types.CodeAction(
+                        title=f"Fix: {d.fix.message}" + ("" if d.fix.safe else " (unsafe)"),
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[lsp],
+                        is_preferred=d.fix.safe,
+                        edit=self.workspace_edit(uri, [text.text_edit(e) for e in d.fix.edits]),
+                    )
+                )
+            edit = actions.noqa_edit(text, d)
+            if edit is not None:
+                found.append(
+                    types.CodeAction(
+                        title=f"Disable {d.code} for this line",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[lsp],
+                        edit=self.workspace_edit(uri, [text.text_edit(edit)]),
+                    )
+                )
+        return found
+
+    async def _fix_all(self, uri: str, linted: Linted) -> types.CodeAction | None:
+        source, enabled = linted.text.source, linted.settings.enabled
+
+        def lint(code: str) -> list[Diagnostic]:
+            return lint_source(code, linted.display, enabled)
+
+        loop = asyncio.get_running_loop()
+        fixed = await loop.run_in_executor(
+            self.linter, actions.fix_all, source, lint, self.encoding
+        )
+        if fixed == source:
+            return None
+        start, end, new_text = actions.replacement(source, fixed)
+        edit = types.TextEdit(
+            range=types.Range(linted.text.position_at(start), linted.text.position_at(end)),
+            new_text=new_text,
+        )
+        return types.CodeAction(
+            title="torchlint: fix all auto-fixable problems",
+            kind=FIX_ALL,
+            edit=self.workspace_edit(uri, [edit]),
+        )
+
+    async def hover(self, params: types.HoverParams) -> types.Hover | None:
+        linted = await self.fresh(params.text_document.uri)
+        if linted is None:
+            return None
+        text = linted.text
+        codes, span = codes_at(text, linted.diagnostics, text.offset_of(params.position))
+        value = hover_text(codes)
+        if value is None or span is None:
+            return None
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value),
+            range=types.Range(text.position_at(span[0]), text.position_at(span[1])),
+        )
+
+    def watch_configuration(self) -> None:
+        """Ask the client to report configuration-file changes, when it can register watchers."""
+        workspace = self.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if not (watched and watched.dynamic_registration):
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern=f"**/{n}") for n in CONFIG_FILE_NAMES]
+        )
+        self.client_register_capability(
+            types.RegistrationParams(
+                registrations=[
+                    types.Registration(
+                        id="torchlint-configuration",
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=options,
+                    )
+                ]
+            )
+        )
+
+    def stop(self) -> None:
+        self.shapes.close()
+        self.linter.shutdown(wait=False, cancel_futures=True)
+
+
+def create_server() -> TorchlintServer:
+    """A server with every handler registered (tests make fresh ones)."""
+    server = TorchlintServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
+        ls.options = Options.parse(params.initialization_options)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
+        try:
+            ls.watch_configuration()
+        except Exception:
+            ls.log(f"cannot watch configuration files:\n{traceback.format_exc()}")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.opened(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.changed(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.saved(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.closed(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(
+        ls: TorchlintServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
+        ls.reconfigure()
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]),
+    )
+    async def code_action(
+        ls: TorchlintServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
+        return await ls.code_actions(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def on_hover(ls: TorchlintServer, params: types.HoverParams) -> types.Hover | None:
+        return await ls.hover(params)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TorchlintServer, params: None) -> None:
+        ls.stop()
+
+    return server
+
+
+def serve() -> int:
+    """Run the server on stdio until the client says exit (or goes away)."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # The protocol owns stdout; a stray print() anywhere (a rule, a library) must not corrupt it.
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    server = create_server()
+    try:
+        server.start_io(sys.stdin.buffer, channel)
+    finally:
+        server.stop()
+    return 0
