@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.names import ImportMap, dotted_name
-from torchlint.walker import iter_children, iter_descendants
+from torchlint.walker import iter_children
 
 if TYPE_CHECKING:
     from torchlint.fixes import FixBuilder
@@ -99,9 +99,19 @@ class FileContext:
         """Classes defined at module level (or in module-level if/try blocks), by name."""
         if self._class_defs is None:
             self._class_defs = {}
-            for node in iter_descendants(self.module):
+            pending: list[cst.CSTNode] = list(self.module.body)
+            while pending:
+                node = pending.pop(0)
                 if isinstance(node, cst.ClassDef):
                     self._class_defs.setdefault(node.name.value, node)
+                elif not isinstance(node, (cst.FunctionDef, cst.SimpleStatementLine)):
+                    # Classes under module-level `if TYPE_CHECKING:`, `try:`, `with`, ...
+                    pending.extend(
+                        child
+                        for child in iter_children(node)
+                        if isinstance(child, (cst.BaseSuite, cst.BaseStatement, cst.CSTNode))
+                        and not isinstance(child, cst.BaseExpression)
+                    )
         return self._class_defs
 
     def is_nn_module(self, classdef: cst.ClassDef) -> bool:

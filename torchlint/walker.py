@@ -53,15 +53,28 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
+# type -> is it a CSTNode subclass? (CSTNode is an ABC: isinstance on it is slow)
+_is_node_type: dict[type, bool] = {}
+
+
+def _is_node(value: object) -> bool:
+    kind = type(value)
+    known = _is_node_type.get(kind)
+    if known is None:
+        known = _is_node_type[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
 def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Direct children that can hold code, in source order."""
     children: list[cst.CSTNode] = []
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind is tuple or kind is list:
+            children.extend(v for v in value if _is_node(v))
+        elif _is_node(value):
             children.append(value)
-        elif isinstance(value, (tuple, list)):
-            children.extend(v for v in value if isinstance(v, cst.CSTNode))
     return children
 
 
