@@ -1,0 +1,90 @@
+"""Small `ast` helpers shared by the static stages (discovery, evidence, slicing).
+
+They use the standard `ast` module, not LibCST: these stages only need names and literals,
+and `ast` is several times faster to parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+
+def parse(source: str, path: str = "<unknown>") -> ast.Module | None:
+    """The file's tree, or None when it does not parse (TL000 reports that)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def dotted(node: ast.AST | None) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def import_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted origin for the module's top-level imports (`nn` -> `torch.nn`)."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for name in node.names:
+                if name.asname:
+                    aliases[name.asname] = name.name
+                else:
+                    head = name.name.split(".")[0]
+                    aliases[head] = head
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for name in node.names:
+                aliases[name.asname or name.name] = f"{node.module}.{name.name}"
+    return aliases
+
+
+def qualify(node: ast.AST | None, aliases: dict[str, str]) -> str | None:
+    """The dotted name an expression refers to through the imports (or as written)."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    origin = aliases.get(head)
+    if origin is None:
+        return name
+    return f"{origin}.{rest}" if rest else origin
+
+
+MISSING = object()
+
+
+def literal(node: ast.AST) -> object:
+    """The value of a literal expression (numbers, strings, tuples, ...), else `MISSING`."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return MISSING
+
+
+def is_literal(node: ast.AST) -> bool:
+    return literal(node) is not MISSING
+
+
+def int_tuple(node: ast.AST) -> tuple[int, ...] | None:
+    """`(1, 3, 32, 32)` / `[1, 3]` / `7` as a tuple of ints, else None."""
+    value = literal(node)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return (value,)
+    if isinstance(value, (tuple, list)) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return tuple(value)
+    return None

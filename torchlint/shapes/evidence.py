@@ -1,0 +1,495 @@
+"""What the code says about a model's inputs and constructor arguments, read statically.
+
+Nothing here runs user code. For every candidate nn.Module class it collects, from all
+linted files:
+
+* constructor call sites whose arguments are all literals (`Net(10, hidden=32)`);
+* literal tensors passed to an instance (`model = Net(); model(torch.randn(4, 3, 32, 32))`),
+  and `torchsummary`/`torchinfo` `summary(model, ...)` sizes;
+* well-known datasets and resizing transforms used in the same file (MNIST: 1x28x28, ...);
+* an `HxW` input size in the class docstring;
+* a declared shape: `# torchlint: input-shape=(1, 3, 224, 224)` on the class line, or the
+  `[tool.torchlint.shapes]` configuration.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from torchlint.shapes.astutil import (
+    MISSING,
+    dotted,
+    import_aliases,
+    int_tuple,
+    literal,
+    parse,
+    qualify,
+)
+from torchlint.shapes.discover import FileInfo
+
+Evidence = dict[str, Any]
+
+_DECLARED = re.compile(
+    r"#\s*torchlint:\s*input-shapes?\s*=\s*(?P<shape>[\[(][^#]*?[\])])\s*(?:,\s*dtype\s*=\s*(?P<dtype>\w+))?\s*(?:#|$)"
+)
+_DOC_SIZE = re.compile(r"\b(\d{1,4})\s*[x\u00d7]\s*(\d{1,4})\b")
+_DOC_WORDS = re.compile(r"\b(input|inputs|image|images|pixels?|resolution|px)\b", re.IGNORECASE)
+
+#: (channels, height, width) of torchvision datasets, by class name.
+DATASETS: dict[str, tuple[int, int | None, int | None]] = {
+    "MNIST": (1, 28, 28),
+    "FashionMNIST": (1, 28, 28),
+    "KMNIST": (1, 28, 28),
+    "EMNIST": (1, 28, 28),
+    "QMNIST": (1, 28, 28),
+    "CIFAR10": (3, 32, 32),
+    "CIFAR100": (3, 32, 32),
+    "SVHN": (3, 32, 32),
+    "STL10": (3, 96, 96),
+    "ImageFolder": (3, None, None),
+    "ImageNet": (3, None, None),
+}
+_RESIZES = ("Resize", "CenterCrop", "RandomResizedCrop", "RandomCrop", "FiveCrop")
+_TENSOR_FACTORIES = ("randn", "rand", "zeros", "ones", "empty")
+_INSTANCE_METHODS = ("to", "cuda", "cpu", "eval", "train", "float", "half", "requires_grad_")
+
+
+def collect(
+    infos: list[FileInfo],
+    files: list[tuple[str, str]],
+    declared: dict[str, dict] | None,
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (abspath, class name): `ctor`, `declared` and `evidence` for the worker."""
+    owners: dict[str, list[FileInfo]] = {}
+    for info in infos:
+        for name in info.classes:
+            owners.setdefault(name, []).append(info)
+    result: dict[tuple[str, str], dict[str, Any]] = {
+        (info.abspath, name): {"ctor": None, "declared": None, "evidence": []}
+        for info in infos
+        for name in info.classes
+    }
+    if not owners:
+        return result
+    by_path = {info.abspath: info for info in infos}
+    names = "|".join(map(re.escape, sorted(owners)))
+    pattern = re.compile(rf"\b(?:{names})\b")
+    # Call sites in the defining file come first.
+    ordered = sorted(files, key=lambda item: (os.path.abspath(item[0]) not in by_path, item[0]))
+    for path, source in ordered:
+        if not path.endswith(".py") or not pattern.search(source):
+            continue
+        abspath = os.path.abspath(path)
+        info = by_path.get(abspath)
+        tree = info.tree if info is not None else parse(source, path)
+        if tree is None:
+            continue
+        _scan_file(path, abspath, tree, owners, by_path, result)
+    for info in infos:
+        lines = info.source.splitlines()
+        for name, cls in info.classes.items():
+            entry = result[(info.abspath, name)]
+            entry["declared"] = _declared_comment(lines, cls.line, info.path) or _declared_config(
+                declared, info, name
+            )
+            doc = _docstring_size(cls.node, info.path)
+            if doc:
+                entry["evidence"].append(doc)
+    return result
+
+
+def _resolve(name: str, path: str, owners: dict[str, list[FileInfo]]) -> FileInfo | None:
+    """The class a name in `path` refers to; ambiguous names count only in their own file."""
+    candidates = owners.get(name, [])
+    if len(candidates) == 1:
+        return candidates[0]
+    for info in candidates:
+        if info.abspath == path:
+            return info
+    return None
+
+
+def _scan_file(
+    path: str,
+    abspath: str,
+    tree: ast.Module,
+    owners: dict[str, list[FileInfo]],
+    by_path: dict[str, FileInfo],
+    result: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    aliases = import_aliases(tree)
+    used_here: set[tuple[str, str]] = set()
+    if abspath in by_path:
+        used_here.update((abspath, n) for n in by_path[abspath].classes)
+    for scope in _scopes(tree):
+        instances: dict[str, tuple[str, str]] = {}
+        tensors: dict[str, Evidence] = {}
+        for node in _scope_nodes(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name):
+                    key = _instance_of(node.value, abspath, owners)
+                    if key is not None:
+                        instances[target.id] = key
+                    else:
+                        instances.pop(target.id, None)
+                    tensor = _tensor_literal(node.value, aliases)
+                    if tensor is not None:
+                        tensors[target.id] = tensor
+                    else:
+                        tensors.pop(target.id, None)
+            if not isinstance(node, ast.Call):
+                continue
+            name = _call_class_name(node)
+            if name is not None:
+                info = _resolve(name, abspath, owners)
+                if info is not None:
+                    key = (info.abspath, name)
+                    used_here.add(key)
+                    entry = result[key]
+                    if entry["ctor"] is None:
+                        entry["ctor"] = _ctor_args(node, path)
+            # model(x) / model.forward(x) / Net()(x)
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "forward":
+                func = func.value
+            key = None
+            if isinstance(func, ast.Name) and func.id in instances:
+                key = instances[func.id]
+            elif isinstance(func, ast.Call):
+                key = _instance_of(func, abspath, owners)
+            if key is not None and node.args and not node.keywords:
+                shapes = [_tensor_arg(a, tensors, aliases) for a in node.args]
+                if all(s is not None for s in shapes):
+                    result[key]["evidence"].append(
+                        {
+                            "kind": "tensor",
+                            "shapes": [s["shape"] for s in shapes],
+                            "dtypes": [s["dtype"] for s in shapes],
+                            "where": f"{path}:{node.lineno}",
+                            "label": ", ".join(s["label"] for s in shapes),
+                        }
+                    )
+            summary = _summary_call(node, aliases, instances)
+            if summary is not None:
+                key, evidence = summary
+                evidence["where"] = f"{path}:{node.lineno}"
+                result[key]["evidence"].append(evidence)
+    image = _image_evidence(tree, aliases, path)
+    if image is not None:
+        for key in used_here:
+            result[key]["evidence"].append(dict(image))
+
+
+def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
+    yield tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of a scope in source order, not entering nested functions or classes."""
+    stack = list(reversed(list(ast.iter_child_nodes(scope))))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _call_class_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _instance_of(
+    value: ast.AST, abspath: str, owners: dict[str, list[FileInfo]]
+) -> tuple[str, str] | None:
+    """`Net(...)`, `Net(...).to(device)`, ... -> the class key."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _INSTANCE_METHODS
+    ):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return None
+    name = _call_class_name(value)
+    if name is None:
+        return None
+    info = _resolve(name, abspath, owners)
+    return (info.abspath, name) if info is not None else None
+
+
+def _ctor_args(call: ast.Call, path: str) -> dict[str, Any] | None:
+    """Literal constructor arguments, or a record saying they are not literal."""
+    args = []
+    kwargs: dict[str, Any] = {}
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            return None
+        value = literal(arg)
+        if value is MISSING or not _jsonable(value):
+            return None
+        args.append(value)
+    for kw in call.keywords:
+        if kw.arg is None:
+            return None
+        value = literal(kw.value)
+        if not _jsonable(value):
+            return None
+        kwargs[kw.arg] = value
+    return {"args": args, "kwargs": kwargs, "where": f"{path}:{call.lineno}"}
+
+
+def _jsonable(value: object) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return not (isinstance(value, float) and value != value)
+    if isinstance(value, (list, tuple)):
+        return all(_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _jsonable(v) for k, v in value.items())
+    return False
+
+
+def _tensor_literal(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
+    """`torch.randn(4, 3, 32, 32)`, `torch.zeros((2, 8), dtype=torch.long)`, ..."""
+    if not isinstance(node, ast.Call):
+        return None
+    qual = qualify(node.func, aliases) or ""
+    if not qual.startswith("torch."):
+        return None
+    fname = qual[len("torch.") :]
+    dtype = "float"
+    for kw in node.keywords:
+        if kw.arg == "dtype":
+            d = (dotted(kw.value) or "").rsplit(".", 1)[-1]
+            if d in ("long", "int64", "int", "int32"):
+                dtype = "long"
+            elif d not in ("float", "float32"):
+                return None
+        elif kw.arg not in ("device", "requires_grad"):
+            return None
+    shape: tuple[int, ...] | None = None
+    if fname in _TENSOR_FACTORIES:
+        if len(node.args) == 1:
+            shape = int_tuple(node.args[0])
+        elif node.args:
+            parts = [int_tuple(a) for a in node.args]
+            if all(p is not None and len(p) == 1 for p in parts):
+                shape = tuple(p[0] for p in parts if p)
+    elif fname == "randint" and node.args:
+        shape = int_tuple(node.args[-1]) if len(node.args) >= 2 else None
+        dtype = "long" if dtype == "float" else dtype
+    elif fname in ("tensor", "LongTensor", "FloatTensor") and len(node.args) == 1:
+        value = literal(node.args[0])
+        shape, kind = _nested_shape(value)
+        if shape is None:
+            return None
+        if fname == "LongTensor" or (kind is int and fname == "tensor" and dtype == "float"):
+            dtype = "long"
+    if not shape or any(d <= 0 for d in shape) or len(shape) > 6:
+        return None
+    text = f"torch.{fname}({', '.join(map(str, shape))})"
+    return {"shape": list(shape), "dtype": dtype, "label": text}
+
+
+def _nested_shape(value: object) -> tuple[tuple[int, ...] | None, type | None]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (), type(value)
+    if isinstance(value, (list, tuple)) and value:
+        subs = [_nested_shape(v) for v in value]
+        first = subs[0]
+        if first[0] is None or any(s[0] != first[0] for s in subs):
+            return None, None
+        kind = float if any(s[1] is float for s in subs) else int
+        return (len(value), *first[0]), kind
+    return None, None
+
+
+def _tensor_arg(
+    node: ast.AST, tensors: dict[str, Evidence], aliases: dict[str, str]
+) -> Evidence | None:
+    if isinstance(node, ast.Name):
+        return tensors.get(node.id)
+    return _tensor_literal(node, aliases)
+
+
+def _summary_call(
+    call: ast.Call, aliases: dict[str, str], instances: dict[str, tuple[str, str]]
+) -> tuple[tuple[str, str], Evidence] | None:
+    qual = qualify(call.func, aliases) or ""
+    if qual not in ("torchsummary.summary", "torchinfo.summary") or not call.args:
+        return None
+    model = call.args[0]
+    if not isinstance(model, ast.Name) or model.id not in instances:
+        return None
+    size_node = call.args[1] if len(call.args) > 1 else None
+    for kw in call.keywords:
+        if kw.arg == "input_size":
+            size_node = kw.value
+    if size_node is None:
+        return None
+    shape = int_tuple(size_node)
+    if shape is None:
+        return None
+    dims: list[int | None] = list(shape)
+    if qual == "torchsummary.summary":
+        dims = [None, *dims]  # torchsummary sizes leave out the batch
+    return instances[model.id], {
+        "kind": "tensor",
+        "shapes": [dims],
+        "dtypes": ["float"],
+        "label": f"{qual.split('.')[0]} input_size={tuple(shape)}",
+    }
+
+
+def _image_evidence(tree: ast.Module, aliases: dict[str, str], path: str) -> Evidence | None:
+    """A torchvision dataset (and the last resize/crop) used in the file."""
+    dataset: tuple[str, tuple[int, int | None, int | None], int] | None = None
+    size: tuple[int, int, bool, int] | None = None  # (h, w, exact, line)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        qual = qualify(node.func, aliases) or ""
+        last = qual.rsplit(".", 1)[-1]
+        if last in DATASETS and ("datasets" in qual or qual.startswith("torchvision")):
+            if dataset is None or node.lineno < dataset[2]:
+                dataset = (last, DATASETS[last], node.lineno)
+        elif last in _RESIZES and "transforms" in qual and node.args:
+            hw = int_tuple(node.args[0])
+            if hw and len(hw) in (1, 2) and (size is None or node.lineno >= size[2]):
+                exact = len(hw) == 2 or last != "Resize"
+                size = (hw[0], hw[-1], exact, node.lineno)
+    if dataset is None:
+        return None
+    name, (channels, height, width), line = dataset
+    label = name
+    if size is not None:
+        h, w, exact = size[0], size[1], size[2]
+        if not exact and name in ("ImageFolder", "ImageNet"):
+            return None  # Resize(256) on arbitrary images: only the short side is known
+        height, width = h, w
+        label = f"{name} resized to {h}x{w}"
+    if height is None or width is None:
+        return None
+    return {
+        "kind": "image",
+        "shape": [channels, height, width],
+        "where": f"{path}:{line}",
+        "label": label,
+    }
+
+
+def _docstring_size(node: ast.ClassDef, path: str) -> Evidence | None:
+    doc = ast.get_docstring(node)
+    if not doc:
+        return None
+    for line in doc.splitlines():
+        match = _DOC_SIZE.search(line)
+        if match and _DOC_WORDS.search(line):
+            h, w = int(match.group(1)), int(match.group(2))
+            if h >= 8 and w >= 8:
+                return {
+                    "kind": "image",
+                    "shape": [None, h, w],
+                    "where": f"{path}:{node.lineno}",
+                    "label": f"the {h}x{w} input size in the docstring",
+                }
+    return None
+
+
+def _parse_shape(text: str) -> list[list[int | None]] | None:
+    """`(1, 3, 224, 224)` or `[(1, 10), (1, 5)]`, with `N`/`None` for a free batch size."""
+    cleaned = re.sub(r"\b[A-Za-z_]\w*\b", "None", text)
+    try:
+        value = ast.literal_eval(cleaned)
+    except (ValueError, SyntaxError):
+        return None
+    return _shape_list(value)
+
+
+def _shape_list(value: object) -> list[list[int | None]] | None:
+    def one(v: object) -> list[int | None] | None:
+        if (
+            isinstance(v, (list, tuple))
+            and v
+            and all(
+                x is None or (isinstance(x, int) and not isinstance(x, bool) and x > 0) for x in v
+            )
+        ):
+            return list(v)
+        return None
+
+    single = one(value)
+    if single is not None:
+        return [single]
+    if isinstance(value, (list, tuple)) and value:
+        shapes = [one(v) for v in value]
+        if all(s is not None for s in shapes):
+            return shapes  # type: ignore[return-value]
+    return None
+
+
+def _declared_comment(lines: list[str], line: int, path: str) -> dict[str, Any] | None:
+    for number in (line, line - 1):
+        if 1 <= number <= len(lines):
+            match = _DECLARED.search(lines[number - 1])
+            if match:
+                shapes = _parse_shape(match.group("shape"))
+                if shapes:
+                    wanted = (match.group("dtype") or "").lower()
+                    dtype = "long" if wanted in ("long", "int") else "float"
+                    return {
+                        "shapes": shapes,
+                        "dtypes": [dtype] * len(shapes),
+                        "where": f"{path}:{number}",
+                    }
+    return None
+
+
+def _declared_config(
+    declared: dict[str, dict] | None, info: FileInfo, name: str
+) -> dict[str, Any] | None:
+    if not declared:
+        return None
+    rel = info.abspath.replace(os.sep, "/")
+    for key, spec in declared.items():
+        if not isinstance(spec, dict) or ":" not in key:
+            continue
+        module, _, cls = key.rpartition(":")
+        if cls != name:
+            continue
+        module_path = module.replace(".", "/")
+        if not (
+            module == info.module
+            or info.module.endswith("." + module)
+            or rel.endswith("/" + module_path + ".py")
+            or rel.endswith("/" + module.lstrip("./"))
+        ):
+            continue
+        shapes = _shape_list(spec.get("input-shape") or spec.get("input-shapes"))
+        dtype = str(spec.get("dtype", "float")).lower()
+        args = spec.get("args")
+        entry: dict[str, Any] = {"where": f"[tool.torchlint.shapes] {key!r}"}
+        if shapes:
+            entry["shapes"] = shapes
+            entry["dtypes"] = ["long" if dtype in ("long", "int", "int64") else "float"] * len(
+                shapes
+            )
+        if isinstance(args, dict):
+            entry["ctor"] = {"args": [], "kwargs": args, "where": entry["where"]}
+        elif isinstance(args, list):
+            entry["ctor"] = {"args": args, "kwargs": {}, "where": entry["where"]}
+        return entry
+    return None

@@ -1,0 +1,271 @@
+"""Import the user's project through slices (see `slicing`), never running its scripts.
+
+A meta-path finder claims every module that lives under the project's roots, so plain,
+relative and package imports between the user's files all go through the slicing loader.
+Each kept statement is compiled on its own with its original positions and executed in
+order; a statement that raises is skipped (and noted) and the rest still run. A third-party
+module that is not installed and is imported without a guard is replaced by a stub.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from torchlint.shapes.slicing import plan
+
+_MAX_STUB_RETRIES = 8
+
+
+class _StubMeta(type):
+    """Classes standing in for names from a module that is not installed."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return make_stub(name)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]  # used as a decorator: leave the function alone
+        return super().__call__(*args, **kwargs)
+
+
+class Stub(metaclass=_StubMeta):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return make_stub(name)()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return Stub()
+
+
+def make_stub(name: str) -> type:
+    return _StubMeta(name, (Stub,), {"__torchlint_stub__": True})
+
+
+class StubModule(types.ModuleType):
+    __torchlint_stub__ = True
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = make_stub(name)
+        setattr(self, name, value)
+        return value
+
+
+def is_stub(value: object) -> bool:
+    return bool(getattr(type(value), "__torchlint_stub__", False)) or bool(
+        getattr(value, "__torchlint_stub__", False)
+    )
+
+
+class _SliceLoader(importlib.abc.Loader):
+    def __init__(self, project: Project, path: str) -> None:
+        self.project = project
+        self.path = path
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self.project.execute(module, self.path)
+
+
+class Project(importlib.abc.MetaPathFinder):
+    """The user's files, importable through slices."""
+
+    def __init__(
+        self,
+        roots: list[str],
+        texts: dict[str, str],
+        meta_context: Callable[[], contextlib.AbstractContextManager[Any]],
+    ) -> None:
+        self.roots = [r for r in dict.fromkeys(os.path.abspath(r) for r in roots) if r]
+        self.texts = texts
+        self.meta_context = meta_context
+        #: Per file: why statements were skipped ("line 12: NameError: ...").
+        self.notes: dict[str, list[str]] = {}
+        self.stubbed: list[str] = []
+        self.files: set[str] = set()
+
+    # -- finder ------------------------------------------------------------------------------
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        parts = fullname.split(".")
+        for root in self.roots:
+            base = os.path.join(root, *parts)
+            file = base + ".py"
+            if self._exists(file):
+                return importlib.util.spec_from_file_location(
+                    fullname, file, loader=_SliceLoader(self, file)
+                )
+            init = os.path.join(base, "__init__.py")
+            if self._exists(init):
+                return importlib.util.spec_from_file_location(
+                    fullname,
+                    init,
+                    loader=_SliceLoader(self, init),
+                    submodule_search_locations=[base],
+                )
+        if len(parts) > 1 and path:
+            for directory in path:
+                base = os.path.join(directory, parts[-1])
+                if os.path.isdir(base) and any(
+                    os.path.abspath(directory).startswith(r) for r in self.roots
+                ):
+                    spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+                    spec.submodule_search_locations = [base]
+                    return spec
+        return None
+
+    def _exists(self, path: str) -> bool:
+        return path in self.texts or os.path.isfile(path)
+
+    def source(self, path: str) -> str:
+        if path in self.texts:
+            return self.texts[path]
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+
+    # -- loading -----------------------------------------------------------------------------
+    def install(self) -> None:
+        sys.meta_path.insert(0, self)
+        # The worker must not find user modules through sys.path (that would run them).
+        sys.path[:] = [
+            p for p in sys.path if p and os.path.abspath(p) not in self.roots and p != os.getcwd()
+        ]
+
+    def load(self, path: str, module_name: str) -> types.ModuleType:
+        """Import a user file by its module name, through the slicing loader."""
+        existing = sys.modules.get(module_name.split(".")[0])
+        if existing is not None and not isinstance(
+            getattr(existing, "__loader__", None), _SliceLoader
+        ):
+            # The name is taken (a file called `queue.py`, say): load it on its own.
+            alias = "_torchlint_user_" + module_name.replace(".", "_")
+            spec = importlib.util.spec_from_file_location(
+                alias, path, loader=_SliceLoader(self, path)
+            )
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[alias] = module
+            self.execute(module, path)
+            return module
+        return importlib.import_module(module_name)
+
+    def execute(self, module: types.ModuleType, path: str) -> None:
+        self.files.add(path)
+        notes = self.notes.setdefault(path, [])
+        tree = ast.parse(self.source(path), filename=path)
+        chosen = plan(tree)
+        namespace = module.__dict__
+        for statement, kind in chosen.statements:
+            code = compile(
+                ast.Module(body=[statement], type_ignores=[]),
+                path,
+                "exec",
+                flags=chosen.future_flags,
+                dont_inherit=True,
+            )
+            self._run(code, statement, kind, namespace, notes)
+
+    def _run(
+        self,
+        code: types.CodeType,
+        statement: ast.stmt,
+        kind: str,
+        namespace: dict[str, Any],
+        notes: list[str],
+    ) -> None:
+        for _ in range(_MAX_STUB_RETRIES):
+            try:
+                if kind == "nn":
+                    with self.meta_context():
+                        exec(code, namespace)
+                else:
+                    exec(code, namespace)
+                return
+            except ModuleNotFoundError as exc:
+                if kind != "import" or not exc.name or self._is_project_module(exc.name):
+                    notes.append(_note(statement, exc))
+                    return
+                self._stub_module(exc.name)
+            except ImportError as exc:
+                if kind != "import" or not isinstance(statement, ast.ImportFrom):
+                    notes.append(_note(statement, exc))
+                    return
+                self._import_names_one_by_one(statement, namespace, notes)
+                return
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt | TimeoutError | MemoryError):
+                    raise
+                notes.append(_note(statement, exc))
+                return
+        notes.append(f"line {statement.lineno}: too many missing modules")
+
+    def _is_project_module(self, name: str) -> bool:
+        parts = name.split(".")
+        return any(
+            self._exists(os.path.join(root, *parts) + ".py")
+            or os.path.isdir(os.path.join(root, *parts))
+            for root in self.roots
+        )
+
+    def _stub_module(self, name: str) -> None:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            sub = ".".join(parts[:i])
+            if sub not in sys.modules:
+                sys.modules[sub] = StubModule(sub)
+                if i > 1:
+                    setattr(sys.modules[".".join(parts[: i - 1])], parts[i - 1], sys.modules[sub])
+        self.stubbed.append(name)
+
+    def _import_names_one_by_one(
+        self, statement: ast.ImportFrom, namespace: dict[str, Any], notes: list[str]
+    ) -> None:
+        package = namespace.get("__package__") if statement.level else None
+        name = "." * statement.level + (statement.module or "")
+        try:
+            source = importlib.import_module(name, package)
+        except Exception as exc:
+            notes.append(_note(statement, exc))
+            return
+        for alias in statement.names:
+            bound = alias.asname or alias.name
+            try:
+                value = getattr(source, alias.name)
+            except Exception:
+                try:
+                    prefix = name if name.endswith(".") else name + "."
+                    value = importlib.import_module(prefix + alias.name, package)
+                except Exception:
+                    value = make_stub(alias.name)
+                    self.stubbed.append(f"{name}.{alias.name}")
+            namespace[bound] = value
+
+
+def _note(statement: ast.stmt, exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"line {statement.lineno}: {type(exc).__name__}: {text}"[:200]
