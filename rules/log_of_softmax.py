@@ -1,0 +1,142 @@
+"""TL104: `torch.log(softmax(x))` instead of `log_softmax(x)`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.call_args import keeps_comments, module_spelling
+from torchlint.analysis.probabilities import softmax_call_kind
+from torchlint.diagnostic import Severity
+from torchlint.fixes import FixBuilder
+from torchlint.rule import Rule
+
+
+class LogOfSoftmax(Rule):
+    """
+    ## What it does
+    Checks for the logarithm of a softmax: `torch.log(F.softmax(x, dim))`,
+    `torch.log(x.softmax(dim))` and `F.softmax(x, dim).log()` (any import alias of
+    `torch.nn.functional`, `torch.softmax`, `torch.special.softmax`).
+
+    The fix replaces the expression with the matching `log_softmax` call, spelled the way the
+    softmax was: `F.log_softmax(x, dim)`, `torch.log_softmax(x, dim)` or `x.log_softmax(dim)`,
+    with the same arguments. When `softmax` was imported by name, the fix uses (or imports)
+    `log_softmax` from the same module.
+
+    ## Why is this bad?
+    Softmax output underflows to exactly 0 for logits a few dozen units below the maximum, and
+    `log(0)` is `-inf`: the loss becomes `inf`/`nan` and its gradient is lost. `log_softmax`
+    computes the same values as `x - logsumexp(x)`, which stays finite and is faster.
+
+    ## Fix safety
+    The fix is safe: `log_softmax` takes the same arguments and returns the same values
+    wherever the original was finite.
+
+    ## Known problems
+    A softmax stored in a variable first (`p = F.softmax(x, 1)`, then `torch.log(p)`) or
+    guarded with an epsilon (`torch.log(p + 1e-8)`) is not reported.
+
+    ## Example
+    ```python
+    log_probs = torch.log(F.softmax(logits, dim=-1))
+    ```
+
+    ## Use instead
+    ```python
+    log_probs = F.log_softmax(logits, dim=-1)
+    ```
+    """
+
+    code = "TL104"
+    name = "log-of-softmax"
+    triggers = ("softmax",)
+    severity = Severity.WARNING
+    fix_availability = "safe"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        softmax = self._logged_softmax(node)
+        if softmax is None:
+            return
+        kind = softmax_call_kind(self.context, softmax)
+        if kind is None:
+            return
+        fix = self._fix(node, softmax)
+        self.report(
+            node,
+            "log(softmax(x)) underflows to -inf for large logits; use log_softmax(x, dim), "
+            "which computes the same values stably",
+            fix=fix,
+        )
+
+    def _logged_softmax(self, node: cst.Call) -> cst.Call | None:
+        """The softmax call whose log `node` takes, if it is one."""
+        func = node.func
+        if self.context.qualified_name(func) == "torch.log":
+            if len(node.args) == 1 and node.args[0].keyword is None and node.args[0].star == "":
+                value = node.args[0].value
+                return value if isinstance(value, cst.Call) else None
+            return None
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "log"
+            and not node.args
+            and isinstance(func.value, cst.Call)
+            and self.context.qualified_name(func) is None
+        ):
+            return func.value
+        return None
+
+    def _fix(self, node: cst.Call, softmax: cst.Call) -> FixBuilder | None:
+        if not keeps_comments(node, softmax):
+            return None
+        func = softmax.func
+        message = "Replace with log_softmax"
+        if isinstance(func, cst.Attribute):
+            new_func: cst.BaseExpression = func.with_changes(attr=cst.Name("log_softmax"))
+            insertions: list[tuple[int, str]] = []
+        elif isinstance(func, cst.Name):
+            qualified = self.context.qualified_name(func) or ""
+            module = qualified.rsplit(".", 1)[0]
+            target = f"{module}.log_softmax"
+            local = next(
+                (name for name, full in self.context.imports.aliases.items() if full == target),
+                None,
+            )
+            insertions = []
+            if local is None:
+                spelled = module_spelling(self.context, module)
+                if spelled is not None:
+                    local = f"{spelled}.log_softmax"
+                else:
+                    line = _import_line(self.context.module)
+                    if line is None:
+                        return None
+                    local = "log_softmax"
+                    insertions = [(line, f"from {module} import log_softmax\n")]
+            new_func = cst.parse_expression(local)
+        else:
+            return None
+        # Keep the parentheses/whitespace the log call had around it.
+        replacement = softmax.with_changes(func=new_func, lpar=node.lpar, rpar=node.rpar)
+        return FixBuilder(
+            message=message, replacements=[(node, replacement)], safe=True, insertions=insertions
+        )
+
+
+def _import_line(module: cst.Module) -> int | None:
+    """The line of the first top-level import after any `from __future__` import."""
+    line = 1 + len(module.header)
+    for stmt in module.body:
+        line += len(stmt.leading_lines)
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+            isinstance(s, (cst.Import, cst.ImportFrom))
+            and not (
+                isinstance(s, cst.ImportFrom)
+                and isinstance(s.module, cst.Name)
+                and s.module.value == "__future__"
+            )
+            for s in stmt.body
+        ):
+            return line
+        line += module.code_for_node(stmt).count("\n") - len(stmt.leading_lines)
+    return None
