@@ -1,0 +1,456 @@
+"""TL202: a loss that still carries its autograd graph accumulated across training iterations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchlint.analysis.loop_phases import (
+    ScopeIndex,
+    directly_backwarded,
+    is_backward_call,
+    is_loss_call,
+    method_class,
+    names_in,
+    scope_index,
+)
+from torchlint.fixes import FixBuilder
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+
+#: Methods and functions whose result no longer carries the graph.
+_DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy", "detach_"})
+_DETACHING_FUNCTIONS = frozenset({"float", "int", "bool"})
+#: Methods that keep whatever their receiver carries.
+_KEEPING_METHODS = frozenset({"cpu", "cuda", "to", "float", "double", "half", "mean", "sum"})
+
+
+@dataclass
+class _Accumulation:
+    node: cst.CSTNode  # what is reported
+    accumulator: str
+    loss: cst.Name  # the accumulated loss, as written
+    augmented: bool
+
+
+class LossAccumulatedWithGraph(Rule):
+    """
+    ## What it does
+    Checks for a loss tensor accumulated across the iterations of a training loop while it
+    still carries its autograd graph: `total_loss += loss`, `total_loss = total_loss + loss`
+    or `losses.append(loss)`, where `loss` is the result of a criterion or loss function, or
+    a tensor `.backward()` is called on, and the loop runs a backward pass.
+
+    Not reported: accumulating `loss.item()`, `loss.detach()` or `float(loss)`,
+    accumulating under `torch.no_grad()`, and sums that are themselves back-propagated
+    (`loss_sum += loss` followed by `loss_sum.backward()`, or `torch.stack(losses).mean()
+    .backward()`), which keep the graphs on purpose.
+
+    ## Why is this bad?
+    Adding a tensor that requires grad to a running total builds a new graph node that
+    references the loss, and through it the whole forward graph of that iteration with its
+    saved activations. The running total keeps every iteration's graph alive: memory grows
+    with every step until the epoch ends or the GPU runs out of memory. The logged value is
+    the same as with `loss.item()`.
+
+    ## Example
+    ```python
+    total_loss = 0.0
+    for inputs, targets in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss
+    ```
+
+    ## Use instead
+    ```python
+    total_loss = 0.0
+    for inputs, targets in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item()
+    ```
+
+    The fix rewrites `total_loss += loss` to add `loss.item()` when the total is a Python
+    number, and `loss.detach()` otherwise (the total then stays a tensor on the same
+    device).
+    """
+
+    code = "TL202"
+    name = "loss-accumulated-with-graph"
+    triggers = ("backward",)
+    fix_availability = "safe"
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._check(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._check(node)
+
+    def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
+        index = scope_index(self.context, scope, method_class(self.context, scope))
+        if not index.loops:
+            return
+        backwards = [call for call in index.calls if is_backward_call(call)]
+        if not backwards:
+            return
+        accumulations = [a for a in map(_accumulation, index.nodes) if a is not None]
+        if not accumulations:
+            return
+        fed = _fed_to_backward(index, backwards)
+        bindings = _Bindings(index)
+        for acc in accumulations:
+            loop = index.loop_of(acc.node)
+            if loop is None or acc.accumulator in fed or acc.accumulator == acc.loss.value:
+                continue
+            loop_backwards = [b for b in backwards if index.in_body(loop, b)]
+            if not loop_backwards or index.grad_mode(acc.node) is not None:
+                continue
+            if not bindings.carries(acc.loss.value, acc.node, loop, loop_backwards):
+                continue
+            self._report(index, acc, loop_backwards, bindings, loop)
+
+    def _report(
+        self,
+        index: ScopeIndex,
+        acc: _Accumulation,
+        loop_backwards: list[cst.Call],
+        bindings: _Bindings,
+        loop: cst.For | cst.While,
+    ) -> None:
+        loss = acc.loss.value
+        if not acc.augmented:
+            self.report(
+                acc.node,
+                f"{loss} still carries its autograd graph: keeping it in {acc.accumulator} "
+                f"keeps every iteration's graph alive (memory grows each step); store "
+                f"{loss}.item() or {loss}.detach()",
+            )
+            return
+        method = (
+            "item"
+            if _is_number(index, acc.accumulator) and bindings.is_scalar(loss, loop_backwards)
+            else "detach"
+        )
+        replacement = f"{loss}.{method}()"
+        self.report(
+            acc.node,
+            f"{loss} still carries its autograd graph: adding it to {acc.accumulator} "
+            f"keeps every iteration's graph alive (memory grows each step); add "
+            f"{replacement}",
+            fix=FixBuilder(
+                message=f"Accumulate {replacement}",
+                replacements=[(acc.loss, replacement)],
+                safe=True,
+            ),
+        )
+
+
+def _accumulation(node: cst.CSTNode) -> _Accumulation | None:
+    """`A += loss` (or `A += loss * n`), `A = A + loss`, or `A.append(loss)`."""
+    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+        target = dotted_name(node.target)
+        loss = _accumulated_name(node.value)
+        if target is not None and loss is not None:
+            return _Accumulation(node, target, loss, augmented=True)
+    elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = dotted_name(node.targets[0].target)
+        value = node.value
+        if (
+            target is not None
+            and isinstance(value, cst.BinaryOperation)
+            and isinstance(value.operator, cst.Add)
+            and dotted_name(value.left) == target
+            and isinstance(value.right, cst.Name)
+        ):
+            return _Accumulation(node, target, value.right, augmented=False)
+    elif (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "append"
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+        and isinstance(node.args[0].value, cst.Name)
+    ):
+        target = dotted_name(node.func.value)
+        if target is not None:
+            return _Accumulation(node, target, node.args[0].value, augmented=False)
+    return None
+
+
+def _accumulated_name(value: cst.BaseExpression) -> cst.Name | None:
+    """`loss` in `loss`, `loss * batch_size`, `batch_size * loss`, `loss / n`."""
+    if isinstance(value, cst.Name):
+        return value
+    if isinstance(value, cst.BinaryOperation) and isinstance(
+        value.operator, (cst.Multiply, cst.Divide)
+    ):
+        if isinstance(value.left, cst.Name) and not isinstance(value.right, cst.Name):
+            return value.left
+        if isinstance(value.right, cst.Name) and not isinstance(value.left, cst.Name):
+            return value.right
+        if isinstance(value.left, cst.Name) and isinstance(value.operator, cst.Multiply):
+            return None  # `a * b`: which one is the loss is unclear
+    return None
+
+
+def _fed_to_backward(index: ScopeIndex, backwards: list[cst.Call]) -> set[str]:
+    """Names whose values flow into a backward pass somewhere in the scope."""
+    fed: set[str] = set()
+    for call in backwards:
+        for operand in call.args:
+            fed |= names_in(operand.value)
+        if isinstance(call.func, cst.Attribute):
+            fed |= names_in(call.func.value)
+    flows: list[tuple[str, cst.CSTNode]] = []
+    for node in index.nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                for name in names_in(target.target):
+                    flows.append((name, node.value))
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+            name = dotted_name(node.target)
+            if name is not None:
+                flows.append((name, node.value))
+    changed = True
+    while changed:
+        changed = False
+        for name, value in flows:
+            if name in fed:
+                new = names_in(value) - fed
+                if new:
+                    fed |= new
+                    changed = True
+    return fed
+
+
+def _is_number(index: ScopeIndex, accumulator: str) -> bool:
+    """The total starts as a Python number, and it (and what is computed from it) is only
+    used in arithmetic, comparisons, f-strings and printing/logging calls, so turning it
+    from a tensor into a float changes nothing else (`total.item()` or returning it would)."""
+    values = index.context.assignments(index.scope).get(accumulator, [])
+    if not values or not all(_numeric_literal(v) for v in values):
+        return False
+    derived = {accumulator}
+    changed = True
+    while changed:
+        changed = False
+        for node in index.nodes:
+            if isinstance(node, cst.Assign) and names_in(node.value) & derived:
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name) and target.target.value not in derived:
+                        derived.add(target.target.value)
+                        changed = True
+    for node in index.nodes:
+        if isinstance(node, cst.Name) and node.value in derived and _escapes(index, node):
+            return False
+    return True
+
+
+def _escapes(index: ScopeIndex, name: cst.Name) -> bool:
+    child: cst.CSTNode = name
+    parent = index.parent(child)
+    while parent is not None:
+        if isinstance(
+            parent,
+            (
+                cst.BinaryOperation,
+                cst.UnaryOperation,
+                cst.Comparison,
+                cst.ComparisonTarget,
+                cst.FormattedStringExpression,
+                cst.FormattedString,
+                cst.Arg,
+            ),
+        ):
+            child, parent = parent, index.parent(parent)
+            continue
+        if isinstance(parent, cst.Call):
+            return child is parent.func or not _harmless_callee(parent)
+        if isinstance(parent, cst.Assign):
+            # `avg = total / n` is followed through `derived`; `self.best = total` escapes
+            return not all(isinstance(t.target, cst.Name) for t in parent.targets)
+        if isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.AssignTarget)):
+            return isinstance(parent, cst.AnnAssign) and not isinstance(parent.target, cst.Name)
+        return not isinstance(parent, (cst.Expr, cst.If, cst.While, cst.IfExp))
+    return False
+
+
+#: Calls a Python float and a 0-dim tensor behave the same in.
+_HARMLESS_FUNCTIONS = frozenset({"print", "float", "int", "round", "str", "format", "abs", "repr"})
+_HARMLESS_METHODS = frozenset(
+    {
+        "info",
+        "debug",
+        "warning",
+        "log",
+        "add_scalar",
+        "set_postfix",
+        "set_description",
+        "write",
+        "format",
+    }
+)
+
+
+def _harmless_callee(call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in _HARMLESS_FUNCTIONS
+    return isinstance(func, cst.Attribute) and func.attr.value in _HARMLESS_METHODS
+
+
+def _numeric_literal(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.Float))
+
+
+def _detached(value: cst.BaseExpression) -> bool:
+    while True:
+        if isinstance(value, cst.Attribute) and value.attr.value == "data":
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        if isinstance(func, cst.Name):
+            return func.value in _DETACHING_FUNCTIONS
+        if not isinstance(func, cst.Attribute):
+            return False
+        if func.attr.value in _DETACHING_METHODS:
+            return True
+        if func.attr.value not in _KEEPING_METHODS:
+            return False
+        value = func.value
+
+
+class _Bindings:
+    """Where each plain name is bound in the scope, in source order."""
+
+    def __init__(self, index: ScopeIndex) -> None:
+        self.index = index
+        self.sites: dict[str, list[tuple[int, cst.CSTNode, cst.BaseExpression | None]]] = {}
+        for node in index.nodes:
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    self._bind(node, target.target, node.value)
+            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
+                self._bind(node, node.target, node.value)
+            elif isinstance(node, cst.AugAssign):
+                if isinstance(node.target, cst.Name):
+                    # `loss += aux`: carries what `loss + aux` carries
+                    combined = cst.BinaryOperation(node.target, cst.Add(), node.value)
+                    self._add(node.target.value, node, combined)
+            elif isinstance(node, cst.For):
+                self._bind(node, node.target, None)
+            elif isinstance(node, cst.With):
+                for item in node.items:
+                    if item.asname is not None:
+                        self._bind(node, item.asname.name, None)
+
+    def _bind(
+        self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression | None
+    ) -> None:
+        if isinstance(target, cst.Name):
+            self._add(target.value, node, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            values = (
+                [e.value for e in value.elements]
+                if isinstance(value, (cst.Tuple, cst.List))
+                and len(value.elements) == len(target.elements)
+                else [None] * len(target.elements)
+            )
+            for element, element_value in zip(target.elements, values, strict=True):
+                self._bind(node, element.value, element_value)
+
+    def _add(self, name: str, node: cst.CSTNode, value: cst.BaseExpression | None) -> None:
+        self.sites.setdefault(name, []).append((self.index.order(node), node, value))
+
+    def last_before(
+        self, name: str, at: cst.CSTNode, loop: cst.For | cst.While
+    ) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
+        """The binding of `name` in `loop`'s body that reaches `at` (the last one before it)."""
+        position = self.index.order(at)
+        found = None
+        for order, node, value in self.sites.get(name, ()):
+            if order < position and self.index.in_body(loop, node):
+                found = (node, value)
+        return found
+
+    def carries(
+        self,
+        name: str,
+        at: cst.CSTNode,
+        loop: cst.For | cst.While,
+        loop_backwards: list[cst.Call],
+        depth: int = 3,
+    ) -> bool:
+        """Whether `name` holds a graph-carrying loss at `at` (bound in this loop iteration)."""
+        binding = self.last_before(name, at, loop)
+        if binding is None or depth == 0:
+            return False
+        node, value = binding
+        if self.index.grad_mode(node) is not None:
+            return False
+        if value is not None:
+            if _detached(value):
+                return False
+            if self._carrying_expression(value, node, loop, loop_backwards, depth):
+                return True
+        return any(name in directly_backwarded(call) for call in loop_backwards)
+
+    def _carrying_expression(
+        self,
+        value: cst.BaseExpression,
+        at: cst.CSTNode,
+        loop: cst.For | cst.While,
+        loop_backwards: list[cst.Call],
+        depth: int,
+    ) -> bool:
+        context = self.index.context
+        if isinstance(value, cst.Call):
+            if is_loss_call(context, value):
+                return True
+            func = value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _KEEPING_METHODS:
+                return self._carrying_expression(func.value, at, loop, loop_backwards, depth)
+            return False
+        if isinstance(value, cst.Name):
+            return self.carries(value.value, at, loop, loop_backwards, depth - 1)
+        if isinstance(value, cst.Attribute):
+            # `outputs.loss` of a model output (Hugging Face style)
+            return value.attr.value == "loss" and isinstance(value.value, cst.Name)
+        if isinstance(value, cst.BinaryOperation):
+            return any(
+                self._carrying_expression(side, at, loop, loop_backwards, depth)
+                for side in (value.left, value.right)
+            )
+        return False
+
+    def is_scalar(self, name: str, loop_backwards: list[cst.Call]) -> bool:
+        """`name` is surely a one-element tensor: a backward pass without a `gradient`
+        argument is run on it (`loss.backward()`, `scaler.scale(loss).backward()`,
+        `accelerator.backward(loss)`)."""
+        for call in loop_backwards:
+            if name not in directly_backwarded(call):
+                continue
+            positional = [arg for arg in call.args if arg.keyword is None]
+            if any(
+                arg.keyword is not None and arg.keyword.value == "gradient" for arg in call.args
+            ):
+                continue
+            on_receiver = isinstance(call.func, cst.Attribute) and name in _receiver_names(call)
+            if (on_receiver and not positional) or (not on_receiver and len(positional) == 1):
+                return True
+        return False
+
+
+def _receiver_names(call: cst.Call) -> set[str]:
+    """Names the receiver of `x.backward()` is built from directly."""
+    return directly_backwarded(cst.Call(func=call.func))

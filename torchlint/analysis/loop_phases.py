@@ -1,0 +1,558 @@
+"""Statement order inside training and evaluation loops, shared by TL202 and TL503-TL506.
+
+A `ScopeIndex` lists one function's (or the module's) nodes in source order with their
+parents, so a rule can ask: which loop iteration does this call run in, what runs after it
+whenever it runs, is autograd switched off around it. The vocabulary helpers say what a call
+*is*: a backward pass, an optimizer or LR-scheduler step, a model forward, a criterion.
+
+Everything errs on the side of silence: a name is recognised from how it is built in the file
+(`torch.optim.SGD(...)`, `StepLR(...)`) or, failing that, only from a telling name.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Iterator
+
+import libcst as cst
+
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.walker import iter_children
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+LOOPS = (cst.For, cst.While)
+
+# -- vocabulary -------------------------------------------------------------------------------
+
+#: Context managers / decorators that switch autograd off for sure.
+_GRAD_OFF = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.inference_mode",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+#: `set_grad_enabled(flag)`: off when the flag is the literal False, unknown otherwise.
+_GRAD_SET = frozenset(
+    {
+        "torch.set_grad_enabled",
+        "torch.autograd.set_grad_enabled",
+        "torch.autograd.grad_mode.set_grad_enabled",
+    }
+)
+_GRAD_NAMES = frozenset({"no_grad", "inference_mode", "set_grad_enabled"})
+
+#: `torch.nn.functional` losses that do not end in `_loss`.
+_FUNCTIONAL_LOSSES = frozenset(
+    {
+        "cross_entropy",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+        "ctc_loss",
+        "cosine_embedding_loss",
+        "triplet_margin_with_distance_loss",
+    }
+)
+_OPTIMIZER_NAME = re.compile(r"optimi[sz]er|(^|_)optim(s|_|\d|$)|(^|_)opt(_|\d|$)|^opt[a-z]$")
+#: Schedulers built by `transformers` helpers (`get_linear_schedule_with_warmup`, ...).
+_HF_SCHEDULE = re.compile(r"^transformers(\.optimization)?\.get_\w*schedule\w*$")
+_MODEL_NAME = re.compile(r"(model|net|network)$")
+
+
+def qualified_or_dotted(context: FileContext, expr: cst.BaseExpression) -> str | None:
+    return context.qualified_name(expr) or dotted_name(expr)
+
+
+def grad_mode_of(context: FileContext, call: cst.BaseExpression) -> str | None:
+    """ "off" / "maybe" for a `torch.no_grad()`-like expression, None when it is something else.
+
+    "maybe" is `set_grad_enabled(<not False>)` and unresolvable look-alikes.
+    """
+    func = call.func if isinstance(call, cst.Call) else call
+    qualified = context.qualified_name(func)
+    if qualified in _GRAD_OFF:
+        return "off"
+    if qualified in _GRAD_SET:
+        if isinstance(call, cst.Call) and call.args:
+            value = call.args[0].value
+            if isinstance(value, cst.Name) and value.value == "False":
+                return "off"
+        return "maybe"
+    if qualified is None or not qualified.startswith("torch"):
+        name = dotted_name(func)
+        if name is not None and name.rsplit(".", 1)[-1] in _GRAD_NAMES:
+            return "maybe"
+    return None
+
+
+def decorator_grad_mode(context: FileContext, func: cst.FunctionDef) -> str | None:
+    """The strongest grad mode a function's decorators impose ("off", "maybe" or None)."""
+    found = None
+    for decorator in func.decorators:
+        mode = grad_mode_of(context, decorator.decorator)
+        if mode == "off":
+            return "off"
+        found = found or mode
+    return found
+
+
+def is_backward_call(call: cst.Call) -> bool:
+    """`x.backward()`, `accelerator.backward(loss)`, `self.manual_backward(loss)`, ..."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in ("backward", "manual_backward")
+    return isinstance(func, cst.Name) and func.value == "manual_backward"
+
+
+def is_autograd_backward(context: FileContext, call: cst.Call) -> bool:
+    return is_backward_call(call) or context.qualified_name(call.func) in (
+        "torch.autograd.backward",
+        "torch.autograd.grad",
+    )
+
+
+def backward_operands(call: cst.Call) -> list[cst.BaseExpression]:
+    """The expressions a backward call differentiates: receiver and positional arguments."""
+    operands: list[cst.BaseExpression] = []
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+        operands.append(call.func.value)
+    operands.extend(arg.value for arg in call.args if arg.keyword is None)
+    return operands
+
+
+def directly_backwarded(call: cst.Call) -> set[str]:
+    """Names whose own graph a backward call walks: `loss.backward()`, `(loss / k).backward()`,
+    `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."""
+    found: set[str] = set()
+    stack = list(backward_operands(call))
+    while stack:
+        expr = stack.pop()
+        name = dotted_name(expr)
+        if name is not None:
+            found.add(name)
+        elif isinstance(expr, cst.BinaryOperation):
+            stack.extend((expr.left, expr.right))
+        elif isinstance(expr, cst.UnaryOperation):
+            stack.append(expr.expression)
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ("scale", "mean", "sum")
+        ):
+            # `scaler.scale(loss)`, `loss.mean()`, `loss.sum()`
+            if expr.func.attr.value == "scale":
+                stack.extend(arg.value for arg in expr.args)
+            else:
+                stack.append(expr.func.value)
+    return found
+
+
+def names_in(expr: cst.CSTNode) -> set[str]:
+    """Every plain name and dotted name (`self.total`) used anywhere in `expr`."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted_name(node)
+            if name is not None:
+                found.add(name)
+                if isinstance(node, cst.Name):
+                    continue
+        stack.extend(iter_children(node))
+    return found
+
+
+def role(
+    context: FileContext,
+    expr: cst.BaseExpression,
+    scope: cst.CSTNode,
+    classdef: cst.ClassDef | None = None,
+) -> str | None:
+    """ "optimizer" or "scheduler" for the receiver of a `.step()` call, None if neither."""
+    name = dotted_name(expr)
+    if name is None:
+        return None
+    for value in assigned_values(context, name, scope, classdef):
+        if isinstance(value, cst.Call):
+            qualified = context.qualified_name(value.func) or ""
+            if qualified.startswith(
+                ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.SWALR")
+            ) or _HF_SCHEDULE.match(qualified):
+                return "scheduler"
+            if qualified.startswith("torch.optim.") and qualified.count(".") == 2:
+                return "optimizer"
+    last = name.rsplit(".", 1)[-1].lower()
+    if "sched" in last:
+        return "scheduler" if "noise" not in last else None
+    if _OPTIMIZER_NAME.search(last):
+        return "optimizer"
+    return None
+
+
+def assigned_values(
+    context: FileContext, name: str, scope: cst.CSTNode, classdef: cst.ClassDef | None = None
+) -> list[cst.BaseExpression]:
+    """Values bound to `name` in `scope`, in its class (for `self.x`) and at module level."""
+    values = list(context.assignments(scope).get(name, ()))
+    if name.startswith("self."):
+        if classdef is not None:
+            values.extend(context.self_attributes(classdef).get(name, ()))
+    elif scope is not context.module:
+        values.extend(context.assignments(context.module).get(name, ()))
+    return values
+
+
+def optimizer_step(
+    context: FileContext, call: cst.Call, scope: cst.CSTNode, classdef: cst.ClassDef | None
+) -> str | None:
+    """The optimizer's name when `call` is `opt.step(...)` or `scaler.step(opt)`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "step":
+        return None
+    if role(context, func.value, scope, classdef) == "optimizer":
+        return dotted_name(func.value)
+    receiver = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
+    qualified = context.qualified_name(func.value) or ""
+    if ("scaler" in receiver or "GradScaler" in qualified) and call.args:
+        argument = call.args[0].value
+        if role(context, argument, scope, classdef) == "optimizer":
+            return dotted_name(argument)
+    return None
+
+
+def scheduler_step(
+    context: FileContext, call: cst.Call, scope: cst.CSTNode, classdef: cst.ClassDef | None
+) -> str | None:
+    """The scheduler's name when `call` is an LR scheduler's `.step()`.
+
+    Steps with more than one positional argument are other "schedulers" (diffusion noise
+    schedulers' `step(model_output, t, sample)`), not learning-rate ones.
+    """
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "step":
+        return None
+    positional = [arg for arg in call.args if arg.keyword is None]
+    keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+    if len(positional) > 1 or not keywords <= {"epoch", "metrics"}:
+        return None
+    if role(context, func.value, scope, classdef) == "scheduler":
+        return dotted_name(func.value)
+    return None
+
+
+def is_loss_call(context: FileContext, call: cst.Call) -> bool:
+    """A criterion or loss function call: `criterion(out, y)`, `F.cross_entropy(...)`,
+    `loss_fn(...)`, `self.compute_loss(...)`, `nn.MSELoss()(out, y)`."""
+    func = call.func
+    if isinstance(func, cst.Call):  # nn.CrossEntropyLoss()(out, y)
+        qualified = context.qualified_name(func.func) or ""
+        return qualified.startswith("torch.nn.") and qualified.endswith("Loss")
+    qualified = context.qualified_name(func)
+    if qualified is not None:
+        if qualified.startswith("torch.nn.functional."):
+            last = qualified.rsplit(".", 1)[-1]
+            return last.endswith("_loss") or last in _FUNCTIONAL_LOSSES
+        if not qualified.startswith(("torch.", "transformers.")) or "." not in qualified:
+            # imported from elsewhere (sklearn's log_loss returns a float): unknown
+            return False
+    name = dotted_name(func)
+    if name is None:
+        return False
+    last = name.rsplit(".", 1)[-1].lower()
+    return ("loss" in last or "criterion" in last) and not any(
+        word in last for word in ("meter", "value", "item", "avg", "log", "record", "scale")
+    )
+
+
+def is_model_name(name: str) -> bool:
+    return _MODEL_NAME.search(name.rsplit(".", 1)[-1].lower()) is not None
+
+
+def model_called(call: cst.Call) -> str | None:
+    """`M` for a forward call `M(...)` or `M.forward(...)` whose callee is a dotted name."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+        return dotted_name(func.value)
+    return dotted_name(func)
+
+
+def mode_call(call: cst.Call) -> tuple[str, str] | None:
+    """(`M`, "eval" | "train") for `M.eval()`, `M.train()`, `M.train(False)`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
+        return None
+    receiver = dotted_name(func.value)
+    if receiver is None:
+        return None
+    if func.attr.value == "eval":
+        return (receiver, "eval") if not call.args else None
+    if call.args:
+        value = call.args[0].value
+        if isinstance(value, cst.Name) and value.value == "False":
+            return receiver, "eval"
+    return receiver, "train"
+
+
+# -- the per-scope index ----------------------------------------------------------------------
+
+
+class ScopeIndex:
+    """One scope's nodes in source order with parent links (nested scopes not entered)."""
+
+    def __init__(
+        self, context: FileContext, scope: cst.CSTNode, classdef: cst.ClassDef | None
+    ) -> None:
+        self.context = context
+        self.scope = scope
+        #: The class whose method this is (for `self.x` lookups), if any.
+        self.classdef = classdef
+        self.nodes: list[cst.CSTNode] = []
+        self._parent: dict[int, cst.CSTNode] = {}
+        self._order: dict[int, int] = {}
+        stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [
+            (child, scope) for child in reversed(iter_children(scope))
+        ]
+        while stack:
+            node, parent = stack.pop()
+            self._order[id(node)] = len(self.nodes)
+            self._parent[id(node)] = parent
+            self.nodes.append(node)
+            if isinstance(node, _SCOPES):
+                continue
+            stack.extend((child, node) for child in reversed(iter_children(node)))
+        self.calls = [node for node in self.nodes if isinstance(node, cst.Call)]
+        self.loops = [node for node in self.nodes if isinstance(node, LOOPS)]
+        self._grad: dict[int, str | None] = {}
+
+    def order(self, node: cst.CSTNode) -> int:
+        return self._order[id(node)]
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parent.get(id(node))
+
+    def contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+        current: cst.CSTNode | None = node
+        while current is not None:
+            if current is outer:
+                return True
+            current = self.parent(current)
+        return False
+
+    def chain(self, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
+        """(child, parent) pairs from `node` up to the scope."""
+        current = node
+        parent = self.parent(current)
+        while parent is not None:
+            yield current, parent
+            current, parent = parent, self.parent(parent)
+
+    def loop_of(self, node: cst.CSTNode) -> cst.For | cst.While | None:
+        """The innermost loop whose body (or `else`) `node` runs in."""
+        for child, parent in self.chain(node):
+            if isinstance(parent, LOOPS) and child is not getattr(parent, "iter", None):
+                if child is parent.body:
+                    return parent
+                if child is parent.orelse:
+                    continue
+                if isinstance(parent, cst.While) and child is parent.test:
+                    return parent
+        return None
+
+    def loops_around(self, node: cst.CSTNode) -> list[cst.For | cst.While]:
+        """Every loop whose body `node` is in, innermost first."""
+        found = []
+        for child, parent in self.chain(node):
+            if isinstance(parent, LOOPS) and child is parent.body:
+                found.append(parent)
+        return found
+
+    def in_body(self, loop: cst.For | cst.While, node: cst.CSTNode) -> bool:
+        return any(parent is loop and child is loop.body for child, parent in self.chain(node))
+
+    def statement(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement holding `node` (a simple statement line or a compound statement)."""
+        current = node
+        while not isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            parent = self.parent(current)
+            if parent is None:
+                return current
+            current = parent
+        return current
+
+    def grad_mode(self, node: cst.CSTNode) -> str | None:
+        """ "off" when autograd is surely off at `node` (inside this scope or by decorator),
+        "maybe" when a `set_grad_enabled(flag)`-like block may switch it off, else None."""
+        found: str | None = None
+        for child, parent in self.chain(node):
+            if isinstance(parent, cst.With) and child is parent.body:
+                mode = self._with_mode(parent)
+                if mode == "off":
+                    return "off"
+                found = found or mode
+        if isinstance(self.scope, cst.FunctionDef):
+            mode = decorator_grad_mode(self.context, self.scope)
+            if mode == "off":
+                return "off"
+            found = found or mode
+        return found
+
+    def _with_mode(self, with_node: cst.With) -> str | None:
+        key = id(with_node)
+        if key not in self._grad:
+            found: str | None = None
+            for item in with_node.items:
+                mode = grad_mode_of(self.context, item.item)
+                if mode == "off":
+                    found = "off"
+                    break
+                found = found or mode
+            self._grad[key] = found
+        return self._grad[key]
+
+    def runs_after(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """Statements that run after `node`'s statement, in the same pass through its loop body,
+        whenever `node` runs: the rest of its block, climbing out of `with` and `try` bodies
+        (straight-line code) but not out of `if`/`else`/`except` branches or the loop."""
+        return self._after(self.statement(node), self.loop_of(node))
+
+    def _after(self, statement: cst.CSTNode, loop: cst.CSTNode | None) -> list[cst.CSTNode]:
+        block = self.parent(statement)
+        owner = self.parent(block) if block is not None else None
+        if block is None or owner is None:
+            return []
+        body = getattr(block, "body", ())
+        index = next((i for i, s in enumerate(body) if s is statement), None)
+        if index is None:
+            return []
+        rest = list(body[index + 1 :])
+        if owner is not loop and (
+            isinstance(owner, cst.With) or (isinstance(owner, cst.Try) and block is owner.body)
+        ):
+            rest.extend(self._after(owner, loop))
+        return rest
+
+    def calls_within(
+        self, statements: list[cst.CSTNode], *, through_loops: bool = True
+    ) -> Iterator[cst.Call]:
+        """Calls inside `statements` (this scope only), in source order."""
+        for statement in statements:
+            start = self.order(statement)
+            for node in self.nodes[start:]:
+                if node is not statement and not self.contains(statement, node):
+                    break
+                if isinstance(node, cst.Call) and (
+                    through_loops or not self._inner_loop_between(node, statement)
+                ):
+                    yield node
+
+    def _inner_loop_between(self, node: cst.CSTNode, top: cst.CSTNode) -> bool:
+        """Whether `node` sits in the body of a loop that is `top` or inside it."""
+        for child, parent in self.chain(node):
+            if isinstance(parent, LOOPS) and child is parent.body:
+                return True
+            if parent is top:
+                return False
+        return False
+
+
+_indexes: weakref.WeakKeyDictionary[FileContext, dict[int, ScopeIndex]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def scope_index(
+    context: FileContext, scope: cst.CSTNode, classdef: cst.ClassDef | None = None
+) -> ScopeIndex:
+    """The (cached) index of `scope`, shared by every rule linting this file.
+
+    `classdef` is the class `scope` is a method of; the first caller's answer is kept.
+    """
+    per_file = _indexes.setdefault(context, {})
+    index = per_file.get(id(scope))
+    if index is None or index.scope is not scope:
+        index = per_file[id(scope)] = ScopeIndex(context, scope, classdef)
+    return index
+
+
+def method_class(context: FileContext, scope: cst.CSTNode) -> cst.ClassDef | None:
+    """During the walk, at `visit_FunctionDef(scope)`: the class it is a method of."""
+    if not isinstance(scope, cst.FunctionDef):
+        return None
+    return context.enclosing_class()
+
+
+def callee_steps_optimizer(
+    context: FileContext, call: cst.Call, classdef: cst.ClassDef | None, depth: int = 2
+) -> bool:
+    """Whether a call to a same-file function or method steps an optimizer in its body."""
+    if depth == 0:
+        return False
+    function = local_callee(context, call, classdef)
+    if function is None:
+        return False
+    index = scope_index(
+        context, function, classdef if "." in (dotted_name(call.func) or "") else None
+    )
+    return any(
+        optimizer_step(context, inner, function, index.classdef) is not None
+        or callee_steps_optimizer(context, inner, index.classdef, depth - 1)
+        for inner in index.calls
+    )
+
+
+def callee_does_backward(
+    context: FileContext, call: cst.Call, classdef: cst.ClassDef | None, depth: int = 2
+) -> bool:
+    """Whether a call to a same-file function or method runs a backward pass in its body."""
+    if depth == 0:
+        return False
+    function = local_callee(context, call, classdef)
+    if function is None:
+        return False
+    index = scope_index(
+        context, function, classdef if "." in (dotted_name(call.func) or "") else None
+    )
+    return any(
+        is_backward_call(inner) or callee_does_backward(context, inner, index.classdef, depth - 1)
+        for inner in index.calls
+    )
+
+
+def module_functions(context: FileContext) -> dict[str, cst.FunctionDef]:
+    """Functions defined at module level (first definition wins), by name."""
+    found: dict[str, cst.FunctionDef] = {}
+    for stmt in context.module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            found.setdefault(stmt.name.value, stmt)
+    return found
+
+
+def class_methods(classdef: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    found: dict[str, cst.FunctionDef] = {}
+    body = classdef.body
+    if isinstance(body, cst.IndentedBlock):
+        for stmt in body.body:
+            if isinstance(stmt, cst.FunctionDef):
+                found.setdefault(stmt.name.value, stmt)
+    return found
+
+
+def local_callee(
+    context: FileContext, call: cst.Call, classdef: cst.ClassDef | None
+) -> cst.FunctionDef | None:
+    """The same-file function (`f(...)`) or method of the enclosing class (`self.f(...)`)."""
+    name = dotted_name(call.func)
+    if name is None:
+        return None
+    if "." not in name:
+        return module_functions(context).get(name)
+    if classdef is not None and name.startswith("self.") and name.count(".") == 1:
+        return class_methods(classdef).get(name[5:])
+    return None
