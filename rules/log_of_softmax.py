@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.call_args import keeps_comments, module_spelling
+from torchlint.analysis.call_args import detached, keeps_comments, module_spelling
 from torchlint.analysis.probabilities import softmax_call_kind
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
@@ -119,7 +119,10 @@ class LogOfSoftmax(Rule):
         # Keep the parentheses/whitespace the log call had around it.
         replacement = softmax.with_changes(func=new_func, lpar=node.lpar, rpar=node.rpar)
         return FixBuilder(
-            message=message, replacements=[(node, replacement)], safe=True, insertions=insertions
+            message=message,
+            replacements=[(node, detached(self.context, replacement))],
+            safe=True,
+            insertions=insertions,
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.call_args import keeps_comments, module_spelling, positional
+from torchlint.analysis.call_args import detached, keeps_comments, module_spelling, positional
 from torchlint.analysis.local_values import expression_value
 from torchlint.analysis.probabilities import (
     SIGMOID,
@@ -141,7 +141,7 @@ class SigmoidBeforeBCE(Rule):
         replacement = node.with_changes(func=new_func, args=args)
         return FixBuilder(
             message="Use binary_cross_entropy_with_logits on the logits",
-            replacements=[(node, replacement)],
+            replacements=[(node, detached(self.context, replacement))],
             safe=False,
         )
 

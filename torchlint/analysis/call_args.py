@@ -123,3 +123,40 @@ def comment_count(node: cst.CSTNode) -> int:
 def keeps_comments(old: cst.CSTNode, *kept: cst.CSTNode) -> bool:
     """Whether replacing `old` by a node built from `kept` parts loses no comment."""
     return comment_count(old) == sum(comment_count(k) for k in kept)
+
+
+class _AbsoluteIndent(cst.CSTTransformer):
+    def __init__(self, indent: str) -> None:
+        super().__init__()
+        self.indent = indent
+
+    def leave_ParenthesizedWhitespace(
+        self, original: cst.ParenthesizedWhitespace, updated: cst.ParenthesizedWhitespace
+    ) -> cst.ParenthesizedWhitespace:
+        if not updated.indent:
+            return updated
+        return updated.with_changes(
+            indent=False, last_line=cst.SimpleWhitespace(self.indent + updated.last_line.value)
+        )
+
+
+def block_indent(context: FileContext) -> str:
+    """The indentation of the statement being visited (from the enclosing blocks)."""
+    default = context.module.default_indent
+    return "".join(
+        (block.indent if block.indent is not None else default)
+        for block in context.ancestors
+        if isinstance(block, cst.IndentedBlock)
+    )
+
+
+def detached(context: FileContext, node: cst.CSTNode) -> cst.CSTNode:
+    """`node` made printable on its own: continuation lines carry their full indentation.
+
+    Continuation lines inside brackets are indented relative to the enclosing block; a
+    replacement rendered outside the tree would lose that part, so spell it out.
+    """
+    indent = block_indent(context)
+    if not indent:
+        return node
+    return node.visit(_AbsoluteIndent(indent))

@@ -1,0 +1,88 @@
+"""TL304: `torch.load` without `weights_only=`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.call_args import add_keyword, detached, has_star_kwargs, keyword, positional
+from torchlint.analysis.torch_load import is_torch_load, version_tuple
+from torchlint.diagnostic import Severity
+from torchlint.fixes import FixBuilder
+from torchlint.rule import Rule
+
+# torch.load defaults to weights_only=True from this release on.
+_SAFE_DEFAULT_SINCE = (2, 6)
+# torch.load(f, map_location, pickle_module, *, weights_only, ...): a pickle_module cannot be
+# combined with weights_only=True.
+_PICKLE_MODULE_POSITION = 2
+
+
+class TorchLoadUnsafe(Rule):
+    """
+    ## What it does
+    Checks for `torch.load(...)` calls that do not pass `weights_only=` (parity with
+    TorchFix's TOR102). Calls that forward `**kwargs` are not reported, since the keyword may
+    be among them. When the project's `torch-version` setting is 2.6 or newer, where
+    `weights_only=True` is the default, nothing is reported.
+
+    An unsafe fix adds `weights_only=True` (not offered when the call passes a
+    `pickle_module`, which cannot be combined with it).
+
+    ## Why is this bad?
+    Before torch 2.6, `torch.load` unpickles the file with the full `pickle` machinery, and
+    unpickling can run arbitrary code: loading a checkpoint downloaded from the internet, or
+    shared by someone else, lets that file execute whatever it contains. With
+    `weights_only=True` only tensors, primitive types and containers (plus classes you allow
+    with `torch.serialization.add_safe_globals`) are accepted.
+
+    ## Fix safety
+    The fix is unsafe: files that pickle whole objects (a full `nn.Module`, an optimizer with
+    custom classes, numpy arrays on old torch versions) fail to load with
+    `weights_only=True`; save a `state_dict()` instead, or allow the classes explicitly.
+
+    ## Example
+    ```python
+    state = torch.load("checkpoint.pt")
+    ```
+
+    ## Use instead
+    ```python
+    state = torch.load("checkpoint.pt", weights_only=True)
+    ```
+    """
+
+    code = "TL304"
+    name = "torch-load-unsafe"
+    triggers = ("load",)
+    severity = Severity.WARNING
+    fix_availability = "unsafe"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_torch_load(self.context, node):
+            return
+        if keyword(node, "weights_only") is not None or has_star_kwargs(node):
+            return
+        target = version_tuple(self.context.torch_version)
+        if target is not None and target >= _SAFE_DEFAULT_SINCE:
+            return
+        fix = None
+        pickles = keyword(node, "pickle_module") is not None or (
+            len(positional(node)) > _PICKLE_MODULE_POSITION
+        )
+        if not pickles and not any(a.star for a in node.args):
+            fix = FixBuilder(
+                message="Add weights_only=True",
+                replacements=[
+                    (
+                        node,
+                        detached(self.context, add_keyword(node, "weights_only", cst.Name("True"))),
+                    )
+                ],
+                safe=False,
+            )
+        self.report(
+            node,
+            "torch.load without weights_only= can execute arbitrary code from the pickle; "
+            "pass weights_only=True (the default from torch 2.6)",
+            fix=fix,
+        )
