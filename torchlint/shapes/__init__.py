@@ -1,0 +1,136 @@
+"""Shape checking (TL601-TL606, TL690): find layers whose sizes cannot fit together.
+
+This package's top level does not import torch: `check_files` reads the linted files
+statically, then hands the files that define nn.Module subclasses to one worker process
+(`torchlint.shapes.worker`, the only module that imports torch), which builds each model
+on the meta device and runs it on fake tensors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+from torchlint.diagnostic import Diagnostic, Severity
+
+__all__ = ["check_files", "torch_available"]
+
+_SKIPPED = "TL690"
+
+
+def torch_available() -> bool:
+    """Whether torch can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_files(
+    files: list[tuple[str, str]],
+    *,
+    declared: dict[str, dict] | None = None,
+    timeout: float = 20.0,
+) -> dict[str, list[Diagnostic]]:
+    """TL6xx diagnostics per path for the given (path, source) files of one run.
+
+    All files serve as evidence (call sites, example inputs) and for project imports; only
+    files that define nn.Module subclasses (or module-level `nn.Sequential`s) are checked.
+    """
+    from torchlint.shapes import discover, evidence
+
+    infos = discover.scan(files)
+    if not infos:
+        return {}
+    facts = evidence.collect(infos, files, declared)
+    display = {os.path.abspath(path): path for path, _ in files}
+    jobs = []
+    for info in infos:
+        classes = {}
+        for name, cls in info.classes.items():
+            entry = dict(facts[(info.abspath, name)])
+            entry["line"] = cls.line
+            classes[name] = entry
+        jobs.append(
+            {
+                "abspath": info.abspath,
+                "module": info.module,
+                "classes": classes,
+                "module_level": info.module_level,
+            }
+        )
+    if not torch_available():
+        return {
+            info.path: [
+                _diagnostic(
+                    {"code": _SKIPPED, "path": info.abspath, "line": 1, "col": 1},
+                    "shape check skipped: torch is not installed",
+                    display,
+                )
+            ]
+            for info in infos
+        }
+    from torchlint.shapes.client import run_worker
+
+    roots = sorted({info.root for info in infos} | {os.getcwd()})
+    request = {
+        "jobs": jobs,
+        "texts": {os.path.abspath(path): text for path, text in files if path.endswith(".py")},
+        "roots": roots,
+        "timeout": timeout,
+    }
+    results, worker = run_worker(request, timeout)
+    out: dict[str, list[Diagnostic]] = {}
+    seen: set[tuple[str, int, str]] = set()
+    for info in infos:
+        result = results.get(info.abspath)
+        if result is None:
+            reason = worker.get("error", "the shape worker gave no answer")
+            found = [{"code": _SKIPPED, "path": info.abspath, "line": 1, "col": 1, "error": reason}]
+        elif "error" in result:
+            found = [
+                {
+                    "code": _SKIPPED,
+                    "path": info.abspath,
+                    "line": 1,
+                    "col": 1,
+                    "error": result["error"],
+                }
+            ]
+        else:
+            found = result.get("findings", [])
+        for item in found:
+            if "error" in item:
+                message = f"shape check skipped: {item['error']}"
+            else:
+                message = item["message"]
+            diagnostic = _diagnostic(item, message, display)
+            key = (diagnostic.path, diagnostic.line, diagnostic.code)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.setdefault(diagnostic.path, []).append(diagnostic)
+    for diagnostics in out.values():
+        diagnostics.sort(key=Diagnostic.sort_key)
+    return out
+
+
+def _diagnostic(item: dict[str, Any], message: str, display: dict[str, str]) -> Diagnostic:
+    from torchlint.registry import all_rules
+
+    rule = all_rules().get(item["code"])
+    name = rule.name if rule is not None else "shape-check"
+    severity = rule.severity if rule is not None else Severity.ERROR
+    line, col = int(item.get("line", 1)), int(item.get("col", 1))
+    return Diagnostic(
+        path=display.get(item["path"], item["path"]),
+        line=line,
+        column=col,
+        end_line=int(item.get("end_line", line)),
+        end_column=int(item.get("end_col", col)),
+        code=item["code"],
+        name=name,
+        message=message,
+        severity=severity,
+    )

@@ -1,0 +1,347 @@
+"""Check one file's models: load, build on meta, choose inputs, run, explain failures.
+
+For each input plan the model is first run once on fake tensors with concrete sizes (most
+models pass here and cost a few milliseconds). A failure is analysed with symbolic sizes:
+the guard the failing op left (`Ne(32*(H//2)*(W//2), 6272)`) is negated and searched for a
+satisfying input size. None: the bug is definite (TL601-TL605). Some: the model only works
+for some sizes (TL606), and the analysis goes on with that size.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+from torch import fx, nn
+
+from torchlint.shapes import findings as F
+from torchlint.shapes.build import NeedsArguments, build, constructor_arguments, site_of
+from torchlint.shapes.inputs import (
+    InputPlan,
+    combine,
+    declared_plan,
+    forward_inputs,
+    image_plan,
+    infer_from_graph,
+    infer_from_source,
+    tensor_plan,
+    trace,
+)
+from torchlint.shapes.loader import Project, is_stub
+from torchlint.shapes.propagate import Failure, World, analyze_fx, analyze_hooks, run_direct
+from torchlint.shapes.solve import Problem, Unsupported
+
+_MAX_FLIPS = 6
+
+
+@dataclass
+class PlanResult:
+    ok: bool = False
+    failure: Failure | None = None
+    code: str | None = None  #: TL601-TL605 when the failure is definite
+    reason: str | None = None  #: why it could not be decided (TL690)
+    names: dict[sympy.Symbol, str] = field(default_factory=dict)
+    constraints: list[tuple[Failure, Any, list[int], dict[sympy.Symbol, str]]] = field(
+        default_factory=list
+    )
+
+
+@dataclass
+class Stats:
+    """How each model was checked (the benchmark reports these)."""
+
+    models: list[dict[str, Any]] = field(default_factory=list)
+
+
+class FileChecker:
+    def __init__(self, project: Project, sources: dict[str, str], stats: Stats | None = None):
+        self.project = project
+        self.sources = sources
+        self.user_files = project.files
+        self.stats = stats or Stats()
+        self.findings: list[F.Finding] = []
+        self.covered: set[type] = set()
+
+    # -- files -----------------------------------------------------------------------------
+    def check_job(self, job: dict[str, Any]) -> list[F.Finding]:
+        path = job["abspath"]
+        try:
+            module = self.project.load(path, job["module"])
+        except Exception as exc:
+            self.findings.append(F.skipped(path, 1, f"could not import the file: {_brief(exc)}"))
+            return self.findings
+        deferred: list[tuple[str, int, str]] = []
+        classes = sorted(job["classes"].items(), key=lambda item: item[1]["line"])
+        for name, spec in classes:
+            cls = getattr(module, name, None)
+            line = spec["line"]
+            if not _is_module_class(cls):
+                if cls is None or is_stub(cls):
+                    self._skip(path, line, name, self._load_reason(path, "is not defined"))
+                continue
+            if getattr(cls, "forward", None) is nn.Module.forward:
+                continue  # an abstract base without forward
+            declared = spec.get("declared") or {}
+            ctor = declared.get("ctor") or spec.get("ctor")
+            try:
+                args, kwargs, _ = constructor_arguments(cls, ctor)
+            except NeedsArguments as exc:
+                deferred.append((name, line, f"needs arguments: {exc}"))
+                continue
+            try:
+                model = build(cls, args, kwargs)
+            except Exception as exc:
+                call = _call_text(name, args, kwargs)
+                self._skip(path, line, name, f"could not build {call}: {_brief(exc)}")
+                continue
+            self.check_model(model, name, (path, line), spec, declared)
+        for name in job.get("module_level", []):
+            value = getattr(module, name, None)
+            if isinstance(value, nn.Module):
+                site = site_of(value)
+                line = site.line if site is not None else 1
+                self.check_model(value, name, (path, line), {"evidence": []}, {})
+        for name, line, reason in deferred:
+            cls = getattr(module, name, None)
+            if cls not in self.covered:
+                self._skip(
+                    path, line, name, reason + " (give them at a call site or in the config)"
+                )
+        return self.findings
+
+    def _load_reason(self, path: str, default: str) -> str:
+        notes = self.project.notes.get(path) or []
+        return f"{default} ({notes[0]})" if notes else default
+
+    def _skip(self, path: str, line: int, name: str, reason: str) -> None:
+        self.findings.append(F.skipped(path, line, f"shape check of {name} skipped: {reason}"))
+
+    # -- models ----------------------------------------------------------------------------
+    def check_model(
+        self,
+        model: nn.Module,
+        label: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        declared: dict[str, Any],
+    ) -> None:
+        started = time.perf_counter()
+        record: dict[str, Any] = {"model": label, "path": "fx", "result": "ok"}
+        self.stats.models.append(record)
+        try:
+            self._check_model(model, label, where, spec, declared, record)
+        except Exception as exc:
+            record["result"] = "skipped"
+            self._skip(where[0], where[1], label, f"internal error: {_brief(exc)}")
+        finally:
+            record["seconds"] = time.perf_counter() - started
+            self.covered.update(type(m) for m in model.modules())
+
+    def _check_model(
+        self,
+        model: nn.Module,
+        label: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        declared: dict[str, Any],
+        record: dict[str, Any],
+    ) -> None:
+        path, line = where
+        inputs = forward_inputs(model)
+        if not inputs:
+            record["result"] = "skipped"
+            self._skip(path, line, label, "cannot tell which forward arguments are inputs")
+            return
+        count = len(inputs)
+        graph, complete, entry = trace(model, count)
+        record["path"] = "fx" if complete else "fallback"
+        plans = self._plans(model, graph, entry, count, spec, declared)
+        if not plans:
+            record["result"] = "skipped"
+            self._skip(
+                path,
+                line,
+                label,
+                f"cannot infer the shape of `{inputs[0]}`; declare it with "
+                "`# torchlint: input-shape=(...)` on the class line",
+            )
+            return
+        analysis_graph: list[fx.Graph] = []
+
+        def graph_for_analysis() -> fx.Graph | None:
+            if not complete:
+                return None
+            if not analysis_graph:
+                analysis_graph.append(trace(model, count, stack_traces=True)[0])
+            return analysis_graph[0]
+
+        results = [self._run_plan(model, plan, graph_for_analysis) for plan in plans]
+        ctx_for = lambda plan, result: F.Context(  # noqa: E731
+            label, plan, result.names, self.sources, where
+        )
+        passing = [(p, r) for p, r in zip(plans, results) if r.ok]
+        if passing:
+            plan, result = passing[0]
+            for failure, condition, squares, names in result.constraints:
+                ctx = F.Context(label, plan, names, self.sources, where)
+                self.findings.append(F.constraint(failure, condition, squares, ctx))
+            return
+        first_plan, first = plans[0], results[0]
+        same_site = all(
+            r.code is not None
+            and r.code == first.code
+            and r.failure is not None
+            and first.failure is not None
+            and (r.failure.module is first.failure.module)
+            and (r.failure.op == first.failure.op)
+            for r in results
+        )
+        if first.code is not None and first.failure is not None and same_site:
+            record["result"] = "finding"
+            self.findings.append(F.definite(first.code, first.failure, ctx_for(first_plan, first)))
+            return
+        record["result"] = "skipped"
+        reason = first.reason or "the model failed differently for each possible input shape"
+        self._skip(path, line, label, reason)
+
+    def _plans(
+        self,
+        model: nn.Module,
+        graph: fx.Graph,
+        entry: nn.Module,
+        count: int,
+        spec: dict[str, Any],
+        declared: dict[str, Any],
+    ) -> list[InputPlan]:
+        if declared.get("shapes"):
+            plan = declared_plan(declared, count)
+            return [plan] if plan else []
+        per_input: list[list[InputPlan]] = []
+        for index in range(count):
+            found = infer_from_graph(graph, entry, index) or infer_from_source(model, index)
+            if not found:
+                per_input = []
+                break
+            per_input.append(found)
+        inferred = combine(per_input) if per_input else []
+        for evidence in spec.get("evidence", []):
+            if evidence["kind"] == "tensor":
+                plan = tensor_plan(evidence, count)
+            else:
+                plan = image_plan(evidence, inferred if count == 1 else None)
+            if plan is not None:
+                return [plan]
+        return inferred
+
+    def _run_plan(self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any) -> PlanResult:
+        result = PlanResult()
+        world = World(model, plan, {}, symbolic=False)
+        if run_direct(world) is None:
+            result.ok = True
+            return result
+        hints = dict(world.hints)
+        flipped: set[Any] = set()
+        for _ in range(_MAX_FLIPS):
+            world = World(model, plan, hints, symbolic=True)
+            graph = graph_for_analysis()
+            if graph is not None:
+                failure = analyze_fx(world, graph, self.user_files)
+            else:
+                failure = analyze_hooks(world, self.user_files)
+            result.names = world.names
+            if failure is None:
+                result.ok = True
+                return result
+            result.failure = failure
+            code = F.classify(failure, self.user_files)
+            guard = _failing_guard(failure, world, flipped)
+            if guard is None:
+                if code is None:
+                    result.reason = _failure_reason(failure)
+                else:
+                    result.code = code
+                return result
+            target = sympy.Not(guard)
+            symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
+            solution = _solve([target, *_path_guards(world, failure, flipped)], world, symbol_hints)
+            if solution is None:
+                solution = _solve([target], world, symbol_hints)
+            if solution is None:
+                if code is None:
+                    result.reason = _failure_reason(failure)
+                else:
+                    result.code = code
+                return result
+            flipped.update({guard, target})
+            if code is not None and isinstance(target, sympy.Eq):
+                squares = Problem([target], world.names, symbol_hints).square_solutions()
+                if 0 < len(squares) <= 8:
+                    result.constraints.append((failure, target, squares, dict(world.names)))
+            for symbol, value in solution.items():
+                hints[world.names[symbol]] = max(int(value), 1)
+        result.reason = "no input size found that the model accepts"
+        return result
+
+
+def _failing_guard(failure: Failure, world: World, flipped: set[Any]) -> Any:
+    """The last guard the failing step recorded that is about the input sizes."""
+    symbols = set(world.names)
+    for guard in reversed(failure.guards):
+        free = getattr(guard, "free_symbols", set())
+        if guard in flipped or not free or not free <= symbols:
+            continue
+        return guard
+    return None
+
+
+def _path_guards(world: World, failure: Failure, flipped: set[Any]) -> list[Any]:
+    """Earlier decisions on the path to the failure (kept when searching, if possible)."""
+    if world.env is None:
+        return []
+    symbols = set(world.names)
+    recorded = [g.expr for g in world.env.guards]
+    own = set(failure.guards)
+    return [
+        g
+        for g in recorded
+        if g not in own
+        and g not in flipped
+        and getattr(g, "free_symbols", set())
+        and g.free_symbols <= symbols
+    ][:32]
+
+
+def _solve(conditions: list[Any], world: World, hints: dict[sympy.Symbol, int]) -> Any:
+    try:
+        return Problem(conditions, world.names, hints).find()
+    except Unsupported:
+        return None
+
+
+def _failure_reason(failure: Failure) -> str:
+    where = ""
+    if failure.frame is not None:
+        where = f" at line {failure.frame[1]}"
+    return f"the forward pass failed{where}: {_brief(failure.exc)}"
+
+
+def _brief(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if len(text) > 160:
+        text = text[:157] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_module_class(cls: Any) -> bool:
+    return inspect.isclass(cls) and issubclass(cls, nn.Module) and not is_stub(cls)
+
+
+def _call_text(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    text = ", ".join(parts)
+    if len(text) > 60:
+        text = "..."
+    return f"{name}({text})"

@@ -1,0 +1,402 @@
+"""Turn a recorded failure into a TL60x finding: which rule, where, and in what words."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+import torch
+from torch import nn
+
+from torchlint.shapes.build import site_of
+from torchlint.shapes.inputs import InputPlan
+from torchlint.shapes.messages import (
+    argument_text,
+    assigned_name,
+    char_column,
+    first_code_column,
+    is_symbolic,
+    op_column,
+    short_call,
+    show,
+    show_shape,
+    span_text,
+)
+from torchlint.shapes.propagate import Failure
+from torchlint.shapes.solve import Problem, Unsupported
+
+Finding = dict[str, Any]
+
+_CONVS = (
+    nn.Conv1d,
+    nn.Conv2d,
+    nn.Conv3d,
+    nn.ConvTranspose1d,
+    nn.ConvTranspose2d,
+    nn.ConvTranspose3d,
+)
+_NORMS = (
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+    nn.LayerNorm,
+    nn.GroupNorm,
+    nn.InstanceNorm1d,
+    nn.InstanceNorm2d,
+    nn.InstanceNorm3d,
+)
+_SPATIAL_PRODUCERS = (
+    *_CONVS,
+    nn.MaxPool1d,
+    nn.MaxPool2d,
+    nn.MaxPool3d,
+    nn.AvgPool1d,
+    nn.AvgPool2d,
+    nn.AvgPool3d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveAvgPool1d,
+    nn.AdaptiveAvgPool3d,
+    nn.BatchNorm2d,
+    nn.BatchNorm3d,
+)
+_SPATIAL_OPS = frozenset(
+    {"max_pool2d", "avg_pool2d", "conv2d", "adaptive_avg_pool2d", "max_pool1d", "conv1d"}
+)
+_SHAPE_WORDS = re.compile(
+    r"shape|size|dimension|\bdims?\b|channels|mat1|mat2|must match|expected input|"
+    r"normalized_shape|running_mean|invalid for input|reduction dim|cannot be multiplied|"
+    r"out of range|broadcast|number of dimensions|\dd input|\d-d|kernel size|too small|"
+    r"divisible|features|elements",
+    re.IGNORECASE,
+)
+_NOT_SHAPE = re.compile(
+    r"device|data-dependent|data dependent|meta tensor|fake|not implemented|guard|"
+    r"unbacked|symbolic|cannot access data|stub|NoneType",
+    re.IGNORECASE,
+)
+_DTYPE = re.compile(r"dtype|scalar type|Long, Int|indices", re.IGNORECASE)
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+@dataclass
+class Context:
+    """What messages need to know about the run."""
+
+    model_label: str  #: "Net"
+    plan: InputPlan
+    names: dict[sympy.Symbol, str]
+    sources: dict[str, str]  #: abspath -> text of every linted file
+    fallback: tuple[str, int]  #: (path, line) of the model's class
+
+
+def raised_by_torch(exc: BaseException, user_files: set[str]) -> bool:
+    """True when the innermost frame is torch's (or C), not user or other library code."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    if last is None or last in user_files:
+        return last is None
+    here = os.path.dirname(os.path.abspath(__file__))
+    return last.startswith(_TORCH_DIR) or last.startswith(here)
+
+
+def classify(failure: Failure, user_files: set[str]) -> str | None:
+    """TL601-TL605 for an op that cannot take its input shapes, else None."""
+    exc = failure.exc
+    text = f"{exc}"
+    if not isinstance(exc, (RuntimeError, ValueError, IndexError, TypeError, AssertionError)):
+        return None
+    if not raised_by_torch(exc, user_files):
+        return None
+    module = failure.module
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)) and _DTYPE.search(text):
+        return "TL605"
+    if _NOT_SHAPE.search(text) or _DTYPE.search(text) or not _SHAPE_WORDS.search(text):
+        return None
+    first = failure.inputs[0] if failure.inputs else None
+    if isinstance(module, nn.Linear):
+        if first is None or not first:
+            return None
+        return "TL602" if flatten_fits(failure) else "TL601"
+    if isinstance(module, _CONVS):
+        return "TL603" if "channels" in text.lower() else "TL605"
+    if isinstance(module, _NORMS):
+        rank_error = re.search(r"expected \d+d input|\dd input|dimension", text, re.IGNORECASE)
+        return "TL605" if rank_error and not isinstance(module, nn.LayerNorm) else "TL604"
+    return "TL605"
+
+
+def flatten_fits(failure: Failure) -> bool:
+    """A Linear got a >=3-D conv/pool output whose flattened size could be its in_features."""
+    module = failure.module
+    shape = failure.inputs[0] if failure.inputs else None
+    if not isinstance(module, nn.Linear) or not shape or len(shape) < 3:
+        return False
+    spatial = isinstance(failure.producer_module, _SPATIAL_PRODUCERS) or (
+        failure.producer in _SPATIAL_OPS
+    )
+    if not spatial:
+        return False
+    flat = sympy.Mul(*[sympy.Integer(d) if isinstance(d, int) else d for d in shape[1:]])
+    condition = sympy.Eq(flat, module.in_features)
+    if condition in (sympy.true, sympy.false):
+        return bool(condition)
+    names = {s: str(s) for s in condition.free_symbols}
+    try:
+        return Problem([condition], names, {}).find() is not None
+    except Unsupported:
+        return False
+
+
+# -- locations -----------------------------------------------------------------------------
+
+
+def _location(failure: Failure, ctx: Context, prefer_layer: bool) -> tuple[str, int, int, int, int]:
+    """(path, line, col, end_line, end_col), 1-based character columns."""
+    if prefer_layer and failure.module is not None:
+        site = site_of(failure.module)
+        if site is not None and site.path in ctx.sources:
+            source = ctx.sources[site.path]
+            col = char_column(source, site.line, site.col) + 1
+            end_col = char_column(source, site.end_line, site.end_col) + 1
+            return site.path, site.line, col, site.end_line, end_col
+    if failure.frame is not None and failure.frame[0] in ctx.sources:
+        path, line, byte_col = failure.frame
+        source = ctx.sources[path]
+        if byte_col < 0 or failure.module is None:
+            found = op_column(source, line, failure.op)
+            byte_col = found if found is not None else byte_col
+        if byte_col < 0:
+            col = first_code_column(source, line)
+        else:
+            col = char_column(source, line, byte_col)
+        return path, line, col + 1, line, col + 1
+    path, line = ctx.fallback
+    return path, line, 1, line, 1
+
+
+def _where(failure: Failure) -> str:
+    if failure.frame is None:
+        return ""
+    return f"{os.path.basename(failure.frame[0])}:{failure.frame[1]}"
+
+
+def layer_head(module: nn.Module, name: str | None, ctx: Context) -> str:
+    """`fc2 = nn.Linear(30, 10)`, or `nn.Linear(60, 10) (classifier.3)`."""
+    site = site_of(module)
+    if site is not None and site.path in ctx.sources:
+        source = ctx.sources[site.path]
+        text = short_call(span_text(source, site.line, site.end_line, site.col, site.end_col))
+        attr = assigned_name(source, site.line, site.col)
+        if text:
+            if attr and (name is None or name.rsplit(".", 1)[-1] == attr):
+                return f"{attr} = {text}"
+            return f"{text} ({name})" if name else text
+    described = f"nn.{type(module).__name__}({module.extra_repr()})"
+    return f"{name} ({short_call(described)})" if name else short_call(described)
+
+
+def short_name(failure: Failure) -> str:
+    if failure.module_name:
+        return failure.module_name
+    return failure.op or "the model"
+
+
+def _argument(failure: Failure, ctx: Context) -> str:
+    if failure.frame is None or failure.frame[0] not in ctx.sources:
+        return "the input"
+    attr = (failure.module_name or "").rsplit(".", 1)[-1] or None
+    text = argument_text(ctx.sources[failure.frame[0]], failure.frame[1], attr)
+    return text or "the input"
+
+
+def _producer_phrase(failure: Failure, got: str) -> str:
+    producer = failure.producer
+    if producer is None:
+        return f"it receives {got}"
+    if producer == "input":
+        return f"the input has {got}"
+    return f"{producer} produces {got}"
+
+
+def _evidence(ctx: Context) -> str:
+    return f" for {ctx.plan.label}" if ctx.plan.evidenced else ""
+
+
+def _seen(failure: Failure, ctx: Context) -> str:
+    where = _where(failure)
+    shape = show_shape(failure.inputs[0] if failure.inputs else None, ctx.names)
+    arg = _argument(failure, ctx)
+    return f" ({arg} is {shape} at {where})" if where else f" ({arg} is {shape})"
+
+
+def definite(code: str, failure: Failure, ctx: Context) -> Finding:
+    """A TL601-TL605 finding for a failure that holds for every (or the evidenced) input."""
+    names = ctx.names
+    module = failure.module
+    shape = failure.inputs[0] if failure.inputs else None
+    evidence = _evidence(ctx)
+    if code in ("TL601", "TL602", "TL603", "TL604") and module is not None:
+        head = layer_head(module, failure.module_name, ctx)
+        if code == "TL602":
+            assert shape is not None
+            arg = _argument(failure, ctx)
+            fix = f"torch.flatten({arg if arg != 'the input' else 'x'}, 1)"
+            if failure.module_name and "." in failure.module_name:
+                fix = "nn.Flatten()"
+            where = _where(failure)
+            message = (
+                f"{head} receives a {len(shape)}-D tensor {show_shape(shape, names)} from "
+                f"{failure.producer or 'the previous layer'}{evidence}; add {fix} before it"
+                + (f" (forward, {where})" if where else "")
+            )
+        elif code == "TL601":
+            assert isinstance(module, nn.Linear) and shape
+            got = shape[-1]
+            never = (
+                f", never {module.in_features} for any input size"
+                if is_symbolic(got) and not evidence
+                else ""
+            )
+            message = (
+                f"{head} expects {module.in_features} input features, but "
+                f"{_producer_phrase(failure, show(got, names))}{evidence}{never}"
+                f"{_seen(failure, ctx)}"
+            )
+        elif code == "TL603":
+            assert shape is not None
+            channels = shape[1] if len(shape) > 1 else shape[0]
+            expected = module.in_channels  # type: ignore[union-attr]
+            message = (
+                f"{head} expects {expected} input channels, but "
+                f"{_producer_phrase(failure, show(channels, names))}{evidence}{_seen(failure, ctx)}"
+            )
+        else:
+            message = _norm_message(head, module, failure, ctx) + evidence + _seen(failure, ctx)
+        return _finding(code, message, failure, ctx, prefer_layer=True)
+    message = _op_message(failure, ctx) + evidence
+    return _finding("TL605", message, failure, ctx, prefer_layer=module is not None)
+
+
+def _norm_message(head: str, module: nn.Module, failure: Failure, ctx: Context) -> str:
+    shape = failure.inputs[0] if failure.inputs else None
+    names = ctx.names
+    if isinstance(module, nn.LayerNorm):
+        dims = list(module.normalized_shape)
+        got = show_shape(shape[-len(dims) :], ctx.names) if shape else "?"
+        return f"{head} normalizes the last {len(dims)} dim(s) of size {dims}, but gets {got}"
+    if isinstance(module, nn.GroupNorm):
+        channels = show(shape[1], names) if shape and len(shape) > 1 else "?"
+        return (
+            f"{head} expects {module.num_channels} channels in {module.num_groups} groups, "
+            f"but {_producer_phrase(failure, channels)}"
+        )
+    channels = show(shape[1], names) if shape and len(shape) > 1 else "?"
+    expected = getattr(module, "num_features", "?")
+    return f"{head} expects {expected} channels, but {_producer_phrase(failure, channels)}"
+
+
+def _op_message(failure: Failure, ctx: Context) -> str:
+    names = ctx.names
+    shapes = [show_shape(s, names) for s in failure.inputs if s is not None]
+    module = failure.module
+    if module is not None:
+        head = layer_head(module, failure.module_name, ctx)
+        shape = failure.inputs[0] if failure.inputs else None
+        if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+            dtype = str(failure.dtypes[0]).replace("torch.", "") if failure.dtypes else "float"
+            return (
+                f"{head} receives {dtype} values {show_shape(shape, names)}; an embedding "
+                f"needs integer (long) indices"
+            )
+        if isinstance(module, nn.RNNBase):
+            return (
+                f"{head} expects inputs with {module.input_size} features in the last dim, "
+                f"but gets {show_shape(shape, names)}"
+            )
+        rank = len(shape) if shape else 0
+        return f"{head} cannot take a {rank}-D input {show_shape(shape, names)}"
+    op = failure.op or "this op"
+    joined = " and ".join(shapes) if shapes else "its inputs"
+    if op in ("cat", "concat", "concatenate", "stack", "hstack", "vstack"):
+        return f"torch.{op} cannot join tensors of shapes {joined}: sizes differ outside the joined dim"
+    if op in ("view", "reshape", "unflatten", "view_as", "reshape_as"):
+        return f".{op}() cannot reshape a tensor of shape {joined} to the requested size"
+    if op in ("mm", "bmm", "matmul", "linear", "einsum", "baddbmm", "addmm"):
+        return f"{op} cannot multiply tensors of shapes {joined}"
+    if op in ("add", "sub", "mul", "div", "truediv", "where", "masked_fill", "iadd", "imul"):
+        return f"`{op}` cannot broadcast tensors of shapes {joined} together"
+    return f"{op} cannot take inputs of shapes {joined}"
+
+
+def _finding(
+    code: str, message: str, failure: Failure, ctx: Context, prefer_layer: bool
+) -> Finding:
+    path, line, col, end_line, end_col = _location(failure, ctx, prefer_layer)
+    return {
+        "code": code,
+        "path": path,
+        "line": line,
+        "col": col,
+        "end_line": end_line,
+        "end_col": end_col,
+        "message": message,
+    }
+
+
+def constraint(failure: Failure, condition: Any, squares: list[int], ctx: Context) -> Finding:
+    """TL606: the model works only for some input sizes."""
+
+    module = failure.module
+    name = short_name(failure)
+    if isinstance(module, nn.Linear):
+        what = f"{name} expects {module.in_features} features"
+    elif isinstance(module, _CONVS):
+        what = f"{name} expects {module.in_channels} channels"
+    elif module is not None:
+        what = f"{name} needs a particular input size"
+    else:
+        what = f"{name} needs a particular input size"
+    spatial = sorted({n for n in ctx.names.values() if n in ("H", "W", "D")}, key="DHW".index)
+    if squares and spatial:
+        label = "\u00d7".join(spatial)
+        holds = f"{label} = {_squares(squares, len(spatial))}"
+    else:
+        holds = _condition_text(condition, ctx.names)
+    message = f"{what}: holds only for {holds}"
+    return _finding("TL606", message, failure, ctx, prefer_layer=True)
+
+
+def _squares(values: list[int], rank: int) -> str:
+    from torchlint.shapes.solve import describe_squares
+
+    text = describe_squares(values)
+    if rank == 3:
+        text = re.sub(r"(\d+)\u00d7(\d+)", lambda m: f"{m[1]}\u00d7{m[1]}\u00d7{m[1]}", text)
+    elif rank == 1:
+        text = re.sub(r"(\d+)\u00d7\d+", r"\1", text)
+    return text
+
+
+def _condition_text(condition: Any, names: dict[sympy.Symbol, str]) -> str:
+    if isinstance(condition, sympy.Eq):
+        return f"{show(condition.lhs, names)} = {show(condition.rhs, names)}"
+    return str(condition)
+
+
+def skipped(path: str, line: int, message: str) -> Finding:
+    return {
+        "code": "TL690",
+        "path": path,
+        "line": line,
+        "col": 1,
+        "end_line": line,
+        "end_col": 1,
+        "message": message,
+    }

@@ -1,0 +1,526 @@
+"""What to feed a model: declared or evidenced input shapes, or ones inferred from its first layer.
+
+With no declared shape and no evidence, the input is inferred from the first layer that
+consumes it (a Conv2d(3, ...) takes [N, 3, H, W]; an Embedding takes [N, L] integers; ...),
+followed through activations, dropout and simple reshapes. Unknown sizes are *free*: they
+become symbols when the model is analysed, with a hint value to start from.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import operator
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import fx, nn
+
+#: Starting values for free sizes, by role.
+HINTS = {"N": 2, "L": 16, "H": 64, "W": 64, "D": 16, "T": 256}
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One size of an input: free (`name` set, `hint` to start from) or fixed (`name` None)."""
+
+    name: str | None
+    hint: int
+
+    @staticmethod
+    def fixed(size: int) -> Dim:
+        return Dim(None, size)
+
+    @staticmethod
+    def free(name: str) -> Dim:
+        return Dim(name, HINTS.get(name[:1], 8))
+
+
+@dataclass
+class TensorSpec:
+    dims: list[Dim]
+    dtype: torch.dtype = torch.float32
+
+
+@dataclass
+class InputPlan:
+    """The inputs for one analysis of a model."""
+
+    specs: list[TensorSpec]
+    #: "declared", "tensor", "image" (evidence), or "inferred".
+    source: str = "inferred"
+    #: For messages: "the declared input [1, 3, 224, 224] (model.py:5)".
+    label: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def evidenced(self) -> bool:
+        return self.source != "inferred"
+
+
+# -- the forward signature ----------------------------------------------------------------
+
+
+def forward_inputs(model: nn.Module) -> list[str] | None:
+    """Names of the forward parameters that take the model's inputs, or None if unclear."""
+    try:
+        signature = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return None
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    required = [p.name for p in positional if p.default is p.empty]
+    if required:
+        return required
+    if positional:
+        return [positional[0].name]  # HF style: forward(self, input_ids=None, ...)
+    if any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values()):
+        return ["input"]
+    return None
+
+
+def entry_module(model: nn.Module, count: int) -> nn.Module:
+    """A wrapper whose forward takes exactly `count` positional inputs (what fx traces)."""
+    names = ", ".join(f"x{i}" for i in range(count))
+    namespace: dict[str, Any] = {}
+    exec(f"def forward(self, {names}):\n    return self.inner({names})\n", namespace)
+    entry_type = type("Entry", (nn.Module,), {"forward": namespace["forward"]})
+    entry = entry_type()
+    entry.inner = model
+    return entry
+
+
+class _Tracer(fx.Tracer):
+    def __init__(self, stack_traces: bool = False) -> None:
+        super().__init__()
+        self.record_stack_traces = stack_traces
+
+
+def trace(
+    model: nn.Module, count: int, stack_traces: bool = False
+) -> tuple[fx.Graph, bool, nn.Module]:
+    """The fx graph of the model's forward, whether tracing got to the end, and the wrapper.
+
+    When tracing stops early (data-dependent control flow, `len(x)`, ...), the graph holds
+    the nodes recorded up to that point, which is often enough to see the first layer.
+    Node targets are relative to the wrapper (`inner.fc1`).
+    """
+    tracer = _Tracer(stack_traces)
+    entry = entry_module(model, count)
+    try:
+        return tracer.trace(entry), True, entry
+    except Exception:
+        graph = getattr(tracer, "graph", None)
+        return (graph if isinstance(graph, fx.Graph) else fx.Graph()), False, entry
+
+
+# -- inference from the first consumer -------------------------------------------------------
+
+_PASS_MODULES: tuple[type, ...] = (
+    nn.ReLU,
+    nn.ReLU6,
+    nn.LeakyReLU,
+    nn.PReLU,
+    nn.ELU,
+    nn.SELU,
+    nn.CELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Mish,
+    nn.Sigmoid,
+    nn.Tanh,
+    nn.Hardswish,
+    nn.Hardsigmoid,
+    nn.Hardtanh,
+    nn.Softplus,
+    nn.Softsign,
+    nn.LogSigmoid,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.AlphaDropout,
+    nn.Identity,
+    nn.Softmax,
+    nn.LogSoftmax,
+)
+#: Functions and methods that keep a tensor's shape (followed when looking for the consumer).
+PASS_OPS = frozenset(
+    {
+        "relu",
+        "relu_",
+        "relu6",
+        "gelu",
+        "silu",
+        "mish",
+        "sigmoid",
+        "tanh",
+        "leaky_relu",
+        "elu",
+        "selu",
+        "hardswish",
+        "dropout",
+        "dropout1d",
+        "dropout2d",
+        "softmax",
+        "log_softmax",
+        "contiguous",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "to",
+        "type",
+        "clone",
+        "detach",
+        "requires_grad_",
+        "abs",
+        "neg",
+        "exp",
+        "sqrt",
+        "mul",
+        "div",
+        "add",
+        "sub",
+        "truediv",
+        "floordiv",
+        "pow",
+    }
+)
+_META_OPS = frozenset({"size", "dim", "numel", "shape", "ndim", "ndimension", "len", "getattr"})
+_POOLS: tuple[type, ...] = (
+    nn.MaxPool1d,
+    nn.MaxPool2d,
+    nn.MaxPool3d,
+    nn.AvgPool1d,
+    nn.AvgPool2d,
+    nn.AvgPool3d,
+    nn.AdaptiveAvgPool1d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveAvgPool3d,
+    nn.AdaptiveMaxPool1d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveMaxPool3d,
+    nn.Upsample,
+    nn.ZeroPad2d,
+    nn.ReflectionPad2d,
+    nn.ReplicationPad2d,
+)
+
+Template = list[Dim]
+
+
+def op_name(target: Any) -> str:
+    """A short name for an fx node target (`torch.flatten` -> "flatten", operator.add -> "add")."""
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__name__", str(target)).strip("_")
+
+
+def module_templates(module: nn.Module) -> tuple[list[Template], torch.dtype] | None:
+    """The input shapes a layer accepts, as templates with free sizes."""
+    N, L, H, W, D = (Dim.free(n) for n in "NLHWD")
+    fixed = Dim.fixed
+    if isinstance(module, (nn.Linear, nn.Bilinear)):
+        features = fixed(
+            module.in_features if isinstance(module, nn.Linear) else module.in1_features
+        )
+        return [[N, features], [N, L, features]], torch.float32
+    if isinstance(module, (nn.Conv1d, nn.ConvTranspose1d)):
+        return [[N, fixed(module.in_channels), Dim.free("T")]], torch.float32
+    if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):
+        return [[N, fixed(module.in_channels), H, W]], torch.float32
+    if isinstance(module, (nn.Conv3d, nn.ConvTranspose3d)):
+        return [[N, fixed(module.in_channels), D, H, W]], torch.float32
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+        return [[N, L]], torch.long
+    if isinstance(module, nn.RNNBase):
+        size = fixed(module.input_size)
+        return ([[N, L, size]] if module.batch_first else [[L, N, size]]), torch.float32
+    if isinstance(module, nn.LayerNorm):
+        shape = [fixed(s) for s in module.normalized_shape]
+        return [[N, L, *shape], [N, *shape]], torch.float32
+    if isinstance(module, (nn.BatchNorm1d, nn.InstanceNorm1d)):
+        return [[N, fixed(module.num_features)], [N, fixed(module.num_features), L]], torch.float32
+    if isinstance(module, (nn.BatchNorm2d, nn.InstanceNorm2d)):
+        return [[N, fixed(module.num_features), H, W]], torch.float32
+    if isinstance(module, (nn.BatchNorm3d, nn.InstanceNorm3d)):
+        return [[N, fixed(module.num_features), D, H, W]], torch.float32
+    if isinstance(module, nn.GroupNorm):
+        c = fixed(module.num_channels)
+        return [[N, c, H, W], [N, c, L]], torch.float32
+    if isinstance(module, nn.MultiheadAttention):
+        e = fixed(module.embed_dim)
+        return ([[N, L, e]] if module.batch_first else [[L, N, e]]), torch.float32
+    if isinstance(module, (nn.TransformerEncoder, nn.TransformerEncoderLayer)):
+        layer = module.layers[0] if isinstance(module, nn.TransformerEncoder) else module
+        e = fixed(layer.self_attn.embed_dim)
+        return ([[N, L, e]] if layer.self_attn.batch_first else [[L, N, e]]), torch.float32
+    return None
+
+
+def _const_args(node: fx.Node) -> list[Any] | None:
+    values = []
+    for arg in node.args[1:]:
+        if isinstance(arg, fx.Node):
+            return None
+        values.append(arg)
+    return values
+
+
+def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template | None:
+    """Undo the reshaping ops between the input and its consumer, last one first."""
+    shape = list(template)
+    for name, args in reversed(steps):
+        rank = len(shape)
+        if name == "unsqueeze" and len(args) == 1 and isinstance(args[0], int):
+            del shape[args[0] % rank]
+        elif name in ("transpose", "swapaxes") and len(args) == 2:
+            a, b = (int(x) % rank for x in args)
+            shape[a], shape[b] = shape[b], shape[a]
+        elif name == "permute":
+            perm = list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            if sorted(int(p) % rank for p in perm) != list(range(rank)):
+                return None
+            restored: list[Dim | None] = [None] * rank
+            for out_pos, in_pos in enumerate(perm):
+                restored[int(in_pos) % rank] = shape[out_pos]
+            shape = [d for d in restored if d is not None]
+        elif name in ("flatten", "view", "reshape"):
+            if rank != 2:
+                return None  # only a flat [N, F] input is certain to survive these
+        else:
+            return None
+    return shape
+
+
+def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[InputPlan] | None:
+    """Candidate shapes for forward input `index`, from its first consuming layer."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if index >= len(placeholders):
+        return None
+    current = placeholders[index]
+    steps: list[tuple[str, list[Any]]] = []
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    for _ in range(32):
+        users = sorted(current.users, key=order.__getitem__)
+        consumer = None
+        for user in users:
+            name = op_name(user.target)
+            if user.op in ("call_method", "call_function") and name in _META_OPS:
+                continue
+            consumer = user
+            break
+        if consumer is None:
+            return None
+        if consumer.op == "call_module":
+            module = root.get_submodule(str(consumer.target))
+            if consumer.args[:1] != (current,):
+                return None
+            found = module_templates(module)
+            if found is not None:
+                templates, dtype = found
+                plans = []
+                for template in templates:
+                    shape = _invert(template, steps)
+                    if shape is not None:
+                        plans.append(InputPlan([TensorSpec(shape, dtype)]))
+                return plans or None
+            if isinstance(module, _PASS_MODULES + _POOLS):
+                current = consumer
+                continue
+            if isinstance(module, nn.Flatten) and module.start_dim == 1:
+                steps.append(("flatten", []))
+                current = consumer
+                continue
+            return None
+        if consumer.op in ("call_function", "call_method"):
+            name = op_name(consumer.target)
+            first = consumer.args[0] if consumer.args else None
+            if name in PASS_OPS or consumer.target in (operator.mul, operator.truediv):
+                if first is not current and not (
+                    name in ("mul", "add", "sub", "truediv", "div")
+                    and current in consumer.args
+                    and not any(isinstance(a, fx.Node) and a is not current for a in consumer.args)
+                ):
+                    return None
+                current = consumer
+                continue
+            if first is current and name in (
+                "unsqueeze",
+                "transpose",
+                "swapaxes",
+                "permute",
+                "flatten",
+                "view",
+                "reshape",
+            ):
+                args = _const_args(consumer)
+                if args is None and name not in ("view", "reshape"):
+                    return None
+                steps.append((name, args or []))
+                current = consumer
+                continue
+            if name in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate"):
+                if first is current:
+                    current = consumer
+                    continue
+        return None
+    return None
+
+
+# -- inference from the source, when the trace stops before the first layer -------------------
+
+
+def infer_from_source(model: nn.Module, index: int) -> list[InputPlan] | None:
+    """Find the first `self.layer(x)` call on the input in forward's source (fallback)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(type(model).forward))
+        function = ast.parse(source).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return None
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in function.args.posonlyargs + function.args.args][1:]
+    if index >= len(params):
+        return None
+    names = {params[index]}
+    for node in _walk_in_order(function):
+        if isinstance(node, ast.Assign) and _mentions(node.value, names):
+            if _is_passthrough_value(node.value, names):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        if not isinstance(node, ast.Call) or not node.args or not _mentions(node.args[0], names):
+            continue
+        if not (isinstance(node.args[0], ast.Name) and node.args[0].id in names):
+            continue
+        target = _self_attribute(node.func)
+        if target is None:
+            continue
+        try:
+            module = model.get_submodule(target)
+        except AttributeError:
+            continue
+        while isinstance(module, nn.Sequential) and len(module):
+            module = module[0]
+        found = module_templates(module)
+        if found is None:
+            if isinstance(module, _PASS_MODULES):
+                continue
+            return None
+        templates, dtype = found
+        return [InputPlan([TensorSpec(list(t), dtype)]) for t in templates]
+    return None
+
+
+def _walk_in_order(node: ast.AST) -> list[ast.AST]:
+    out: list[ast.AST] = []
+
+    def visit(n: ast.AST) -> None:
+        out.append(n)
+        for child in ast.iter_child_nodes(n):
+            visit(child)
+
+    visit(node)
+    return sorted(
+        out, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0), -_depth(n))
+    )
+
+
+def _depth(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _is_passthrough_value(value: ast.AST, names: set[str]) -> bool:
+    if isinstance(value, ast.Name):
+        return value.id in names
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr in PASS_OPS:
+            return _is_passthrough_value(value.func.value, names)
+    return False
+
+
+def _self_attribute(func: ast.AST) -> str | None:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name) and func.id == "self" and parts:
+        return ".".join(reversed(parts))
+    return None
+
+
+# -- plans from evidence ------------------------------------------------------------------------
+
+
+def shape_text(dims: list[int | None]) -> str:
+    return "[" + ", ".join("N" if d is None else str(d) for d in dims) + "]"
+
+
+def declared_plan(declared: dict[str, Any], count: int) -> InputPlan | None:
+    shapes = declared.get("shapes")
+    if not shapes:
+        return None
+    if len(shapes) != count:
+        return None
+    specs = []
+    for shape, dtype in zip(shapes, declared.get("dtypes") or ["float"] * len(shapes)):
+        dims = [
+            Dim.fixed(d) if d is not None else Dim.free("N" if i == 0 else f"S{i}")
+            for i, d in enumerate(shape)
+        ]
+        specs.append(TensorSpec(dims, torch.long if dtype == "long" else torch.float32))
+    label = " and ".join(shape_text(s) for s in shapes)
+    return InputPlan(specs, "declared", f"the declared input {label} ({declared['where']})")
+
+
+def tensor_plan(evidence: dict[str, Any], count: int) -> InputPlan | None:
+    shapes = evidence["shapes"]
+    if len(shapes) != count:
+        return None
+    specs = []
+    for shape, dtype in zip(shapes, evidence["dtypes"]):
+        dims = [Dim.fixed(d) if d is not None else Dim.free("N") for d in shape]
+        specs.append(TensorSpec(dims, torch.long if dtype == "long" else torch.float32))
+    return InputPlan(specs, "tensor", f"the input {evidence['label']} at {evidence['where']}")
+
+
+def image_plan(evidence: dict[str, Any], inferred: list[InputPlan] | None) -> InputPlan | None:
+    """An image size applies to a model whose input is [N, C, H, W] with matching channels."""
+    if not inferred:
+        return None
+    channels, height, width = evidence["shape"]
+    for plan in inferred:
+        if len(plan.specs) != 1:
+            continue
+        dims = plan.specs[0].dims
+        if len(dims) != 4 or dims[2].name != "H" or dims[3].name != "W":
+            continue
+        c = dims[1]
+        if c.name is not None or (channels is not None and c.hint != channels):
+            continue
+        shape = [dims[0], c, Dim.fixed(height), Dim.fixed(width)]
+        return InputPlan(
+            [TensorSpec(shape, torch.float32)],
+            "image",
+            f"{evidence['label']} images [N, {c.hint}, {height}, {width}] ({evidence['where']})",
+        )
+    return None
+
+
+def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
+    """Whole plans from per-input candidates (several inputs), at most a few."""
+    combos = []
+    for choice in itertools.islice(itertools.product(*per_input), 6):
+        specs = [spec for plan in choice for spec in plan.specs]
+        combos.append(InputPlan(specs))
+    return combos

@@ -1,0 +1,200 @@
+"""Words for the findings: shapes as `[N, 32, H/2, W/2]`, layers as `fc2 = nn.Linear(30, 10)`.
+
+Messages are written from the layer's attributes and the recorded shapes, never from
+torch's error text.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Any
+
+import sympy
+from torch.utils._sympy import functions as tf
+
+_ROLES = {"N": "batch size", "L": "length", "T": "length", "H": "height", "W": "width"}
+
+
+def show(expr: Any, names: dict[sympy.Symbol, str]) -> str:
+    """A size expression in the user's terms: `32*(H/2)*(W/2)`, `H - 2`."""
+    if isinstance(expr, int):
+        return str(expr)
+    if isinstance(expr, sympy.Integer):
+        return str(int(expr))
+    if isinstance(expr, sympy.Symbol):
+        return names.get(expr, str(expr))
+    if isinstance(expr, sympy.Add):
+        constant = sum(int(a) for a in expr.args if isinstance(a, sympy.Integer))
+        terms = [a for a in expr.args if not isinstance(a, sympy.Integer)]
+        text = " + ".join(show(t, names) for t in sorted(terms, key=str))
+        if constant > 0:
+            text += f" + {constant}"
+        elif constant < 0:
+            text += f" - {-constant}"
+        return text.replace("+ -", "- ")
+    if isinstance(expr, sympy.Mul):
+        coefficient, rest = expr.as_coeff_Mul()
+        factors = [_wrap(f, names) for f in sympy.Mul.make_args(rest)]
+        if coefficient == -1:
+            return "-" + "*".join(factors)
+        if coefficient != 1:
+            factors.insert(0, str(coefficient))
+        return "*".join(factors)
+    if isinstance(expr, (tf.FloorDiv, tf.CleanDiv)):
+        a, b = expr.args
+        return f"{_wrap(a, names)}/{_wrap(b, names)}"
+    if isinstance(expr, (tf.Mod, tf.PythonMod)):
+        a, b = expr.args
+        return f"{_wrap(a, names)} % {_wrap(b, names)}"
+    if isinstance(expr, sympy.Pow) or type(expr).__name__ == "PowByNatural":
+        return f"{_wrap(expr.args[0], names)}^{show(expr.args[1], names)}"
+    if isinstance(expr, (sympy.Max, tf.Max)):
+        return "max(" + ", ".join(show(a, names) for a in expr.args) + ")"
+    if isinstance(expr, (sympy.Min, tf.Min)):
+        return "min(" + ", ".join(show(a, names) for a in expr.args) + ")"
+    text = str(expr)
+    for symbol, name in names.items():
+        text = text.replace(str(symbol), name)
+    return text
+
+
+def _wrap(expr: Any, names: dict[sympy.Symbol, str]) -> str:
+    text = show(expr, names)
+    if isinstance(expr, (sympy.Add, sympy.Mul)) and not isinstance(expr, sympy.Symbol):
+        if isinstance(expr, sympy.Mul) and "/" not in text and " " not in text:
+            return text
+        return f"({text})"
+    if isinstance(expr, (tf.FloorDiv, tf.CleanDiv)):
+        return f"({text})"
+    return text
+
+
+def show_shape(shape: tuple[Any, ...] | None, names: dict[sympy.Symbol, str]) -> str:
+    if shape is None:
+        return "?"
+    return "[" + ", ".join(show(d, names) for d in shape) + "]"
+
+
+def is_symbolic(expr: Any) -> bool:
+    return bool(getattr(expr, "free_symbols", None))
+
+
+# -- source text ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def char_column(source: str, line: int, byte_col: int) -> int:
+    """0-based character column from a 0-based UTF-8 byte column."""
+    lines = source.splitlines()
+    if not 1 <= line <= len(lines) or byte_col <= 0:
+        return max(byte_col, 0)
+    return len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def span_text(source: str, line: int, end_line: int, col: int, end_col: int) -> str:
+    """The text of a source span (byte columns), squeezed onto one line."""
+    lines = source.splitlines()
+    if not 1 <= line <= end_line <= len(lines):
+        return ""
+    chunk = [lines[i].encode("utf-8") for i in range(line - 1, end_line)]
+    if len(chunk) == 1:
+        chunk[0] = chunk[0][col:end_col]
+    else:
+        chunk[0] = chunk[0][col:]
+        chunk[-1] = chunk[-1][:end_col]
+    text = " ".join(part.decode("utf-8", errors="ignore").strip() for part in chunk)
+    return text.replace("( ", "(").replace(" )", ")")
+
+
+def assigned_name(source: str, line: int, col: int) -> str | None:
+    """`fc2` when the call at (line, col) is the value of `self.fc2 = ...` or `fc2 = ...`."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            value = node.value
+            if value.lineno == line and value.col_offset == col:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                target = targets[0]
+                if isinstance(target, ast.Attribute):
+                    return target.attr
+                if isinstance(target, ast.Name):
+                    return target.id
+    return None
+
+
+def short_call(text: str, limit: int = 48) -> str:
+    if len(text) <= limit:
+        return text
+    head = text.split("(", 1)[0]
+    return f"{head}(...)"
+
+
+def argument_text(source: str, line: int, attr: str | None) -> str | None:
+    """The first argument of the call on `line` (of `self.<attr>(...)` when given)."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    best = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or node.lineno != line or not node.args:
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        arg = node.args[0]
+        if not isinstance(arg, (ast.Name, ast.Attribute)):
+            continue
+        text = ast.unparse(arg)
+        if attr is not None and name == attr:
+            return text
+        if best is None:
+            best = text
+    return best
+
+
+def op_column(source: str, line: int, op: str | None) -> int | None:
+    """0-based character column of the op's call (or operator) on a line."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    candidates = []
+    binary = {
+        "add": ast.Add,
+        "sub": ast.Sub,
+        "mul": ast.Mul,
+        "truediv": ast.Div,
+        "matmul": ast.MatMult,
+    }
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) != line:
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if op is not None and name == op:
+                candidates.append((0, node))
+            else:
+                candidates.append((2, node))
+        elif isinstance(node, ast.BinOp) and op in binary and isinstance(node.op, binary[op]):
+            candidates.append((1, node))
+    if not candidates:
+        return None
+    candidates.sort(key=lambda c: (c[0], c[1].col_offset))
+    return candidates[0][1].col_offset
+
+
+def first_code_column(source: str, line: int) -> int:
+    lines = source.splitlines()
+    if 1 <= line <= len(lines):
+        text = lines[line - 1]
+        return len(text) - len(text.lstrip())
+    return 0

@@ -1,0 +1,416 @@
+"""Run a model on fake tensors and record where, and on what shapes, it fails.
+
+A `World` is one run's setting: a FakeTensorMode (with a ShapeEnv when sizes are symbolic),
+fake copies of the model's parameters, and the inputs. Three ways to run in it:
+
+* `run_direct`: just call the model (the fast check; most models pass here);
+* `analyze_fx`: interpret the fx graph node by node, recording each node's shapes, so a
+  failure names the node, its input shapes, the user's line and the producing layer;
+* `analyze_hooks`: the fallback for models fx cannot trace; module hooks keep a stack of
+  running modules and a TorchFunctionMode notes each op, so the failing layer or op is the
+  top of the stack and the user's line is the innermost user frame of the traceback.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+import torch
+from torch import fx, nn
+from torch._guards import GuardSource, Source
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+from torch.overrides import TorchFunctionMode
+
+from torchlint.shapes.inputs import _PASS_MODULES, PASS_OPS, InputPlan, entry_module, op_name
+
+Shape = tuple[Any, ...]  # ints and sympy expressions
+
+
+@dataclass(frozen=True)
+class DimSource(Source):
+    """Names a symbolic input size for the ShapeEnv (it never generates guard code)."""
+
+    label: str
+
+    @property
+    def _name_template(self) -> str:
+        return self.label
+
+    @property
+    def guard_source(self) -> GuardSource:
+        return GuardSource.CONSTANT
+
+
+@dataclass
+class Failure:
+    """Where a run failed, with what it knew at that point."""
+
+    exc: BaseException
+    module: nn.Module | None = None  #: the built-in layer that failed, if one did
+    module_name: str | None = None  #: its path in the model ("classifier.3")
+    op: str | None = None  #: the failing function/method ("cat", "view", "add")
+    inputs: list[Shape | None] = field(default_factory=list)
+    dtypes: list[torch.dtype | None] = field(default_factory=list)
+    frame: tuple[str, int, int] | None = None  #: user line: (path, line, byte column)
+    producer: str | None = None  #: what produced the first input ("fc1", "flatten", "input")
+    producer_module: nn.Module | None = None
+    guards: list[Any] = field(default_factory=list)  #: guards recorded by the failing step
+
+
+def shape_of(value: Any) -> Shape | None:
+    if not isinstance(value, torch.Tensor):
+        return None
+    return tuple(d.node.expr if isinstance(d, torch.SymInt) else int(d) for d in value.shape)
+
+
+def fakeify(root: nn.Module, mode: FakeTensorMode) -> None:
+    """Swap every parameter, buffer and tensor attribute for a fake CPU tensor of that shape."""
+    memo: dict[int, torch.Tensor] = {}
+
+    def fake(value: torch.Tensor) -> torch.Tensor:
+        new = memo.get(id(value))
+        if new is None:
+            with mode:
+                new = torch.empty_strided(
+                    tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="cpu"
+                )
+            if isinstance(value, nn.Parameter):
+                new = nn.Parameter(new, requires_grad=value.requires_grad)
+            memo[id(value)] = new
+        return new
+
+    for module in root.modules():
+        for store in (module._parameters, module._buffers):
+            for name, value in list(store.items()):
+                if value is not None:
+                    store[name] = fake(value)
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
+                setattr(module, name, fake(value))
+
+
+class World:
+    """One run's fake-tensor setting."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        symbolic: bool,
+    ) -> None:
+        self.model = model
+        self.plan = plan
+        self.env = ShapeEnv(duck_shape=False) if symbolic else None
+        self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=True)
+        fakeify(model, self.mode)
+        #: Symbol -> display name ("H"), for the free sizes of the inputs.
+        self.names: dict[sympy.Symbol, str] = {}
+        self.hints = dict(hints)
+        self.inputs = [self._tensor(spec) for spec in plan.specs]
+
+    def _tensor(self, spec: Any) -> torch.Tensor:
+        sizes: list[Any] = []
+        by_name: dict[str, Any] = {}
+        for dim in spec.dims:
+            if dim.name is None:
+                sizes.append(dim.hint)
+                continue
+            hint = self.hints.setdefault(dim.name, dim.hint)
+            if self.env is None:
+                sizes.append(hint)
+            elif dim.name in by_name:
+                sizes.append(by_name[dim.name])
+            else:
+                source = DimSource(dim.name)
+                symbol = self.env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
+                self.names[symbol] = dim.name
+                by_name[dim.name] = self.env.create_symintnode(symbol, hint=hint, source=source)
+                sizes.append(by_name[dim.name])
+        with self.mode:
+            return torch.empty(sizes, dtype=spec.dtype)
+
+    def guard_count(self) -> int:
+        return len(self.env.guards) if self.env is not None else 0
+
+    def guards_since(self, mark: int) -> list[Any]:
+        return [g.expr for g in self.env.guards[mark:]] if self.env is not None else []
+
+
+def run_direct(world: World) -> BaseException | None:
+    try:
+        with world.mode, torch.no_grad():
+            world.model(*world.inputs)
+    except Exception as exc:
+        return exc
+    return None
+
+
+# -- fx ---------------------------------------------------------------------------------------
+
+
+class _NodeFailed(Exception):
+    def __init__(self, node: fx.Node, exc: BaseException, mark: int) -> None:
+        super().__init__(str(exc))
+        self.node, self.exc, self.mark = node, exc, mark
+
+
+class _Interpreter(fx.Interpreter):
+    def __init__(self, module: fx.GraphModule, world: World) -> None:
+        super().__init__(module, garbage_collect_values=False)
+        self.extra_traceback = False
+        self.world = world
+
+    def run_node(self, n: fx.Node) -> Any:
+        mark = self.world.guard_count()
+        try:
+            return super().run_node(n)
+        except _NodeFailed:
+            raise
+        except Exception as exc:
+            raise _NodeFailed(n, exc, mark) from exc
+
+
+def analyze_fx(world: World, graph: fx.Graph, user_files: set[str]) -> Failure | None:
+    entry = entry_module(world.model, len(world.inputs))
+    module = fx.GraphModule(entry, graph)
+    interpreter = _Interpreter(module, world)
+    try:
+        with world.mode, torch.no_grad():
+            interpreter.run(*world.inputs)
+    except _NodeFailed as failed:
+        return _fx_failure(failed, interpreter, module, world, user_files)
+    except Exception as exc:
+        return Failure(exc)
+    return None
+
+
+def _fx_failure(
+    failed: _NodeFailed,
+    interpreter: _Interpreter,
+    module: fx.GraphModule,
+    world: World,
+    user_files: set[str],
+) -> Failure:
+    node = failed.node
+    failure = Failure(failed.exc, guards=world.guards_since(failed.mark))
+    if node.op == "call_module":
+        failure.module = module.get_submodule(str(node.target))
+        failure.module_name = _strip_entry(str(node.target))
+    else:
+        failure.op = op_name(node.target)
+    for arg in _flat_args(node):
+        value = interpreter.env.get(arg) if isinstance(arg, fx.Node) else arg
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                failure.inputs.append(shape_of(item))
+                failure.dtypes.append(getattr(item, "dtype", None))
+        elif isinstance(value, torch.Tensor):
+            failure.inputs.append(shape_of(value))
+            failure.dtypes.append(value.dtype)
+    failure.frame = _frame_from_stack_trace(node.stack_trace or "", user_files)
+    first = next((a for a in _flat_args(node) if isinstance(a, fx.Node)), None)
+    while first is not None:
+        if first.op == "placeholder":
+            failure.producer = "input"
+            break
+        if first.op == "call_module":
+            layer = module.get_submodule(str(first.target))
+            if isinstance(layer, _PASS_MODULES):
+                first = first.args[0] if first.args and isinstance(first.args[0], fx.Node) else None
+                continue
+            failure.producer = _strip_entry(str(first.target))
+            failure.producer_module = layer
+            break
+        name = op_name(first.target)
+        if name in PASS_OPS and first.args and isinstance(first.args[0], fx.Node):
+            first = first.args[0]
+            continue
+        failure.producer = name
+        break
+    return failure
+
+
+def _strip_entry(target: str) -> str:
+    return target[len("inner.") :] if target.startswith("inner.") else target
+
+
+def _flat_args(node: fx.Node) -> list[Any]:
+    out: list[Any] = []
+    for arg in itertools.chain(node.args, node.kwargs.values()):
+        if isinstance(arg, (list, tuple)):
+            out.extend(arg)
+        else:
+            out.append(arg)
+    return out
+
+
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
+
+
+def _frame_from_stack_trace(text: str, user_files: set[str]) -> tuple[str, int, int] | None:
+    found = None
+    for match in _FRAME.finditer(text):
+        if match.group("path") in user_files:
+            found = (match.group("path"), int(match.group("line")), -1)
+    return found
+
+
+# -- hooks (fallback) ------------------------------------------------------------------------
+
+
+@dataclass
+class _Running:
+    module: nn.Module
+    inputs: list[Shape | None]
+    dtypes: list[torch.dtype | None]
+    mark: int
+    producer: tuple[str, nn.Module | None] | None
+
+
+class _OpTracker(TorchFunctionMode):
+    """Notes the failing op and where each tensor came from."""
+
+    def __init__(self, world: World, provenance: dict[int, Any]) -> None:
+        super().__init__()
+        self.world = world
+        self.provenance = provenance
+
+    def __torch_function__(
+        self, func: Any, types_: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        mark = self.world.guard_count()
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            if not hasattr(exc, "_torchlint_op"):
+                tensors = _tensors(args)
+                first = tensors[0] if tensors else None
+                exc._torchlint_op = (  # type: ignore[attr-defined]
+                    op_name(func),
+                    [shape_of(t) for t in tensors],
+                    [t.dtype for t in tensors],
+                    mark,
+                    self.provenance.get(id(first)) if first is not None else None,
+                )
+            raise
+        if isinstance(out, torch.Tensor):
+            name = op_name(func)
+            tensors = _tensors(args)
+            if name in PASS_OPS and tensors and id(tensors[0]) in self.provenance:
+                self.provenance[id(out)] = self.provenance[id(tensors[0])]
+            elif name not in ("get", "size", "dim"):
+                self.provenance[id(out)] = (name, None, out)
+        return out
+
+
+def _tensors(args: Any) -> list[torch.Tensor]:
+    out = []
+    for arg in args:
+        if isinstance(arg, torch.Tensor):
+            out.append(arg)
+        elif isinstance(arg, (list, tuple)):
+            out.extend(a for a in arg if isinstance(a, torch.Tensor))
+    return out
+
+
+def _is_builtin_layer(module: nn.Module) -> bool:
+    return type(module).__module__.startswith("torch.nn.")
+
+
+def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
+    model = world.model
+    names = {m: name for name, m in model.named_modules()}
+    running: list[_Running] = []
+    provenance: dict[int, Any] = {id(t): ("input", None, t) for t in world.inputs}
+
+    def pre_hook(module: nn.Module, args: tuple) -> None:
+        tensors = _tensors(args)
+        first = provenance.get(id(tensors[0])) if tensors else None
+        running.append(
+            _Running(
+                module,
+                [shape_of(t) for t in tensors],
+                [t.dtype for t in tensors],
+                world.guard_count(),
+                first,
+            )
+        )
+
+    def post_hook(module: nn.Module, args: tuple, output: Any) -> None:
+        if running and running[-1].module is module:
+            running.pop()
+        if isinstance(output, torch.Tensor):
+            tensors = _tensors(args)
+            if isinstance(module, _PASS_MODULES) and tensors and id(tensors[0]) in provenance:
+                provenance[id(output)] = provenance[id(tensors[0])]
+            elif module in names:
+                provenance[id(output)] = (names[module] or "model", module, output)
+
+    from torch.nn.modules.module import (
+        register_module_forward_hook,
+        register_module_forward_pre_hook,
+    )
+
+    handles = [
+        register_module_forward_pre_hook(pre_hook),
+        register_module_forward_hook(post_hook),
+    ]
+    try:
+        with world.mode, torch.no_grad(), _OpTracker(world, provenance):
+            model(*world.inputs)
+    except Exception as exc:
+        return _hooks_failure(exc, running, names, world, user_files)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return None
+
+
+def _hooks_failure(
+    exc: BaseException,
+    running: list[_Running],
+    names: dict[nn.Module, str],
+    world: World,
+    user_files: set[str],
+) -> Failure:
+    failure = Failure(exc)
+    top = running[-1] if running else None
+    op = getattr(exc, "_torchlint_op", None)
+    if top is not None and _is_builtin_layer(top.module):
+        failure.module = top.module
+        failure.module_name = names.get(top.module)
+        failure.inputs, failure.dtypes = top.inputs, top.dtypes
+        failure.guards = world.guards_since(top.mark)
+        producer = top.producer
+    elif op is not None:
+        failure.op, failure.inputs, failure.dtypes, mark, producer = op
+        failure.guards = world.guards_since(mark)
+    else:
+        producer = None
+        failure.guards = world.guards_since(top.mark) if top is not None else []
+    if producer is not None:
+        failure.producer, failure.producer_module = producer[0], producer[1]
+    failure.frame = _frame_from_traceback(exc.__traceback__, user_files)
+    return failure
+
+
+def _frame_from_traceback(
+    tb: types.TracebackType | None, user_files: set[str]
+) -> tuple[str, int, int] | None:
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in user_files:
+            positions = next(itertools.islice(code.co_positions(), tb.tb_lasti // 2, None), None)
+            col = positions[2] if positions and positions[2] is not None else -1
+            found = (code.co_filename, tb.tb_lineno, col)
+        tb = tb.tb_next
+    return found

@@ -1,0 +1,210 @@
+"""Decide whether a size condition can hold for some input, by bounded search.
+
+Guards from the ShapeEnv are sympy expressions over the input's symbolic sizes, using
+torch's integer functions (FloorDiv, Mod, ...). They are compiled into vectorised torch
+integer code and searched over positive sizes up to `BOUND`: first equal sizes for all
+spatial dimensions (the usual square image), then one size at a time, then (for two sizes)
+the full grid, then random samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sympy
+import torch
+from torch.utils._sympy import functions as tf
+
+BOUND = 4096
+_SPATIAL = ("H", "W", "D")
+
+Values = dict[sympy.Symbol, torch.Tensor]
+Compiled = Callable[[Values], torch.Tensor]
+
+
+class Unsupported(Exception):
+    """The expression uses a function the evaluator does not know."""
+
+
+def compile_expr(expr: Any) -> Compiled:
+    """A function of tensors of symbol values that evaluates `expr` elementwise."""
+    if isinstance(expr, bool) or expr in (sympy.true, sympy.false):
+        value = bool(expr)
+        return lambda env: torch.tensor(value)
+    if isinstance(expr, int):
+        return lambda env: torch.tensor(expr, dtype=torch.int64)
+    if isinstance(expr, sympy.Symbol):
+        return lambda env: env[expr]
+    if isinstance(expr, sympy.Integer):
+        number = int(expr)
+        return lambda env: torch.tensor(number, dtype=torch.int64)
+    args = [compile_expr(a) for a in expr.args]
+    if isinstance(expr, sympy.Add):
+        return lambda env: _fold(args, env, torch.add)
+    if isinstance(expr, sympy.Mul):
+        return lambda env: _fold(args, env, torch.mul)
+    if isinstance(expr, sympy.Pow) or type(expr).__name__ == "PowByNatural":
+        exponent = expr.args[1]
+        if not (isinstance(exponent, sympy.Integer) and int(exponent) >= 0):
+            raise Unsupported(str(expr))
+        base, power = args[0], int(exponent)
+        return lambda env: torch.pow(base(env), power)
+    if isinstance(expr, (tf.FloorDiv, tf.CleanDiv)):
+        a, b = args
+        return lambda env: torch.div(a(env), _nonzero(b(env)), rounding_mode="floor")
+    if isinstance(expr, tf.CeilDiv):
+        a, b = args
+        return lambda env: -torch.div(-a(env), _nonzero(b(env)), rounding_mode="floor")
+    if isinstance(expr, (tf.Mod, tf.PythonMod)):
+        a, b = args
+        return lambda env: torch.remainder(a(env), _nonzero(b(env)))
+    if isinstance(expr, tf.ModularIndexing):
+        a, b, c = args
+        return lambda env: torch.remainder(
+            torch.div(a(env), _nonzero(b(env)), rounding_mode="floor"), _nonzero(c(env))
+        )
+    if isinstance(expr, (tf.Max, sympy.Max)):
+        return lambda env: _fold(args, env, torch.maximum)
+    if isinstance(expr, (tf.Min, sympy.Min)):
+        return lambda env: _fold(args, env, torch.minimum)
+    if isinstance(expr, tf.Identity):
+        return args[0]
+    relations: dict[type, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+        sympy.Eq: torch.eq,
+        sympy.Ne: torch.ne,
+        sympy.Lt: torch.lt,
+        sympy.Le: torch.le,
+        sympy.Gt: torch.gt,
+        sympy.Ge: torch.ge,
+    }
+    for kind, fn in relations.items():
+        if isinstance(expr, kind):
+            a, b = args
+            return lambda env, fn=fn: fn(a(env), b(env))
+    if isinstance(expr, sympy.And):
+        return lambda env: _fold(args, env, torch.logical_and)
+    if isinstance(expr, sympy.Or):
+        return lambda env: _fold(args, env, torch.logical_or)
+    if isinstance(expr, sympy.Not):
+        return lambda env: torch.logical_not(args[0](env))
+    raise Unsupported(type(expr).__name__)
+
+
+def _fold(args: list[Compiled], env: Values, fn: Callable) -> torch.Tensor:
+    result = args[0](env)
+    for arg in args[1:]:
+        result = fn(result, arg(env))
+    return result
+
+
+def _nonzero(value: torch.Tensor) -> torch.Tensor:
+    return torch.where(value == 0, torch.ones_like(value), value)
+
+
+class Problem:
+    """Find sizes for `symbols` (named "N", "H", ...) that make all `conditions` true."""
+
+    def __init__(
+        self,
+        conditions: list[Any],
+        names: dict[sympy.Symbol, str],
+        hints: dict[sympy.Symbol, int],
+    ) -> None:
+        self.names = names
+        self.hints = hints
+        self.symbols = sorted(
+            set().union(*(_free(c) for c in conditions)) if conditions else set(), key=str
+        )
+        self.unknown = [s for s in self.symbols if s not in names]
+        self.check = _conjunction([compile_expr(c) for c in conditions])
+
+    def _eval(self, values: Values) -> torch.Tensor:
+        full = {s: values.get(s, torch.tensor(self.hints.get(s, 1))) for s in self.symbols}
+        with torch.no_grad():
+            return self.check(full)
+
+    def square_solutions(self) -> list[int]:
+        """Sizes t for which every spatial size = t (others at their hints) works."""
+        spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
+        if not spatial:
+            return []
+        t = torch.arange(1, BOUND + 1, dtype=torch.int64)
+        ok = self._eval({s: t for s in spatial})
+        ok = ok.expand_as(t) if ok.dim() == 0 else ok
+        return (t[ok]).tolist()
+
+    def find(self) -> dict[sympy.Symbol, int] | None:
+        """Some satisfying assignment (sizes up to BOUND), or None if none was found."""
+        if self.unknown:
+            return None
+        if not self.symbols:
+            return {} if bool(self._eval({})) else None
+        squares = self.square_solutions()
+        if squares:
+            best = min(squares, key=lambda v: (abs(v - max(self.hints.values(), default=v)), v))
+            spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
+            return {s: (best if s in spatial else self.hints.get(s, 1)) for s in self.symbols}
+        t = torch.arange(1, BOUND + 1, dtype=torch.int64)
+        for symbol in self.symbols:
+            ok = self._eval({symbol: t})
+            ok = ok.expand_as(t) if ok.dim() == 0 else ok
+            if bool(ok.any()):
+                values = t[ok]
+                hint = self.hints.get(symbol, 1)
+                best = int(values[torch.argmin((values - hint).abs())])
+                return {s: (best if s == symbol else self.hints.get(s, 1)) for s in self.symbols}
+        if len(self.symbols) == 2:
+            a, b = self.symbols
+            for start in range(1, BOUND + 1, 256):
+                rows = torch.arange(start, min(start + 256, BOUND + 1), dtype=torch.int64)
+                grid_a = rows[:, None].expand(-1, BOUND)
+                grid_b = t[None, :].expand(len(rows), -1)
+                ok = self._eval({a: grid_a, b: grid_b})
+                if bool(ok.any()):
+                    i, j = (int(x) for x in ok.nonzero()[0])
+                    return {a: int(rows[i]), b: int(t[j])}
+            return None
+        generator = torch.Generator().manual_seed(0)
+        samples = {
+            s: torch.randint(1, BOUND + 1, (200_000,), generator=generator) for s in self.symbols
+        }
+        ok = self._eval(samples)
+        if ok.dim() and bool(ok.any()):
+            i = int(ok.nonzero()[0][0])
+            return {s: int(samples[s][i]) for s in self.symbols}
+        return None
+
+
+def _conjunction(parts: list[Compiled]) -> Compiled:
+    if not parts:
+        return lambda env: torch.tensor(True)
+    return lambda env: _fold(parts, env, torch.logical_and)
+
+
+def _free(expr: Any) -> set[sympy.Symbol]:
+    return set(getattr(expr, "free_symbols", set()))
+
+
+def satisfiable(
+    condition: Any, names: dict[sympy.Symbol, str], hints: dict[sympy.Symbol, int]
+) -> dict[sympy.Symbol, int] | None:
+    """A satisfying assignment for one condition, or None (none exists up to BOUND)."""
+    try:
+        return Problem([condition], names, hints).find()
+    except Unsupported:
+        return None
+
+
+def describe_squares(values: list[int]) -> str:
+    """[28, 29] -> "28x28 (or 29x29)"; [32, 33, 34, 35] -> "32x32 to 35x35"."""
+    if not values:
+        return ""
+    first = values[0]
+    if len(values) == 1:
+        return f"{first}\u00d7{first}"
+    if values == list(range(first, values[-1] + 1)) and len(values) > 2:
+        return f"{first}\u00d7{first} to {values[-1]}\u00d7{values[-1]}"
+    rest = ", ".join(f"{v}\u00d7{v}" for v in values[1:4])
+    more = ", ..." if len(values) > 4 else ""
+    return f"{first}\u00d7{first} (or {rest}{more})"

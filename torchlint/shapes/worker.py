@@ -1,0 +1,225 @@
+"""The shape-check worker: `python -m torchlint.shapes.worker` (the only place torch is imported).
+
+Protocol: one JSON request on stdin (`jobs`, `texts`, `roots`, `timeout`); one JSON line per
+event on stdout: `{"event": "ready", ...}` once warm, then `{"event": "file", ...}` per job.
+
+The worker imports torch once, warms the lazily imported machinery (fx, fake tensors,
+symbolic shapes, sympy) by checking a small built-in model, calls `gc.freeze()`, and then
+forks one child per file. A child runs under `signal.alarm` and a memory limit; a timeout,
+crash or hang becomes a TL690 finding for that file and the run goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import math
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import warnings
+from typing import Any
+
+_started = time.perf_counter()
+
+import torch  # noqa: E402 - timed from the very start
+
+from torchlint.shapes.build import install_site_hook  # noqa: E402
+from torchlint.shapes.check import FileChecker  # noqa: E402
+from torchlint.shapes.loader import Project  # noqa: E402
+
+MEMORY_MB = int(os.environ.get("TORCHLINT_SHAPES_MEMORY_MB", "4096"))
+_GRACE = 5.0
+
+_WARM_PATH = "/__torchlint_warmup__/torchlint_warm_model.py"
+_WARM_SOURCE = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class WarmNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(8 * 14 * 14, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn(self.conv(x))))
+        return self.fc(torch.flatten(x, 1))
+
+
+class WarmSeq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 16)
+        self.rnn = nn.LSTM(16, 32, batch_first=True)
+        self.norm = nn.LayerNorm(32)
+
+    def forward(self, tokens):
+        if tokens.dim() == 1:
+            tokens = tokens.unsqueeze(0)
+        out, _ = self.rnn(self.emb(tokens))
+        return self.norm(out).view(out.size(0), -1)
+"""
+
+
+def _quiet() -> None:
+    warnings.simplefilter("ignore")
+    logging.disable(logging.CRITICAL)
+    torch.set_num_threads(1)
+
+
+def warm() -> None:
+    """Check a small model in-process so every lazy import happens before forking."""
+    job = {
+        "abspath": _WARM_PATH,
+        "module": "torchlint_warm_model",
+        "classes": {
+            "WarmNet": {"line": 7, "ctor": None, "declared": None, "evidence": []},
+            "WarmSeq": {"line": 20, "ctor": None, "declared": None, "evidence": []},
+        },
+        "module_level": [],
+    }
+    check_one(job, {_WARM_PATH: _WARM_SOURCE}, [os.path.dirname(_WARM_PATH)], install=False)
+    sys.modules.pop("torchlint_warm_model", None)
+
+
+def check_one(
+    job: dict[str, Any], texts: dict[str, str], roots: list[str], install: bool = True
+) -> dict[str, Any]:
+    """Check one file in this process; returns its findings and per-model records."""
+    project = Project(roots, texts, meta_context=lambda: torch.device("meta"))
+    project.files.update(texts)
+    if install:
+        project.install()
+    else:
+        sys.meta_path.insert(0, project)
+    install_site_hook(project.files)
+    try:
+        checker = FileChecker(project, texts)
+        findings = checker.check_job(job)
+    finally:
+        if not install and project in sys.meta_path:
+            sys.meta_path.remove(project)
+    return {"findings": findings, "models": checker.stats.models, "stubbed": project.stubbed}
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Timeout()
+
+
+def _limit_memory() -> None:
+    try:
+        with open("/proc/self/status") as status:
+            vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
+        limit = vm * 1024 + MEMORY_MB * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (OSError, ValueError, StopIteration):
+        pass
+
+
+def _child(job: dict[str, Any], request: dict[str, Any], out: int) -> None:
+    timeout = float(request.get("timeout", 20.0))
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(max(1, math.ceil(timeout)))
+    _limit_memory()
+    try:
+        result = check_one(job, request["texts"], request["roots"])
+    except _Timeout:
+        result = {"error": f"timed out after {timeout:g} s"}
+    except MemoryError:
+        result = {"error": f"ran out of memory (limit {MEMORY_MB} MB)"}
+    except BaseException as exc:
+        result = {"error": f"worker error: {type(exc).__name__}: {exc}"[:300]}
+    signal.alarm(0)
+    try:
+        data = json.dumps(result, default=str).encode()
+    except (TypeError, ValueError) as exc:
+        data = json.dumps({"error": f"unreportable result: {exc}"}).encode()
+    view = memoryview(data)
+    while view:
+        written = os.write(out, view)
+        view = view[written:]
+
+
+def run_in_child(job: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    timeout = float(request.get("timeout", 20.0))
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read_end)
+        code = 0
+        try:
+            _child(job, request, write_end)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout + _GRACE
+    finished = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([read_end], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(read_end, 1 << 16)
+        if not chunk:
+            finished = True
+            break
+        chunks.append(chunk)
+    os.close(read_end)
+    if not finished:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if not finished:
+        return {"error": f"timed out after {timeout:g} s"}
+    try:
+        return json.loads(b"".join(chunks) or b"null") or _crash(status)
+    except ValueError:
+        return _crash(status)
+
+
+def _crash(status: int) -> dict[str, Any]:
+    if os.WIFSIGNALED(status):
+        return {"error": f"the check crashed (signal {os.WTERMSIG(status)})"}
+    return {"error": f"the check crashed (exit status {os.WEXITSTATUS(status)})"}
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # user code that prints must not corrupt the protocol
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    request = json.loads(sys.stdin.read())
+    _quiet()
+    warm()
+    gc.collect()
+    gc.freeze()
+    protocol.write(json.dumps({"event": "ready", "seconds": time.perf_counter() - _started}) + "\n")
+    for job in request["jobs"]:
+        began = time.perf_counter()
+        result = run_in_child(job, request)
+        result.update(
+            {"event": "file", "abspath": job["abspath"], "seconds": time.perf_counter() - began}
+        )
+        protocol.write(json.dumps(result, default=str) + "\n")
+    protocol.flush()
+
+
+if __name__ == "__main__":
+    main()
