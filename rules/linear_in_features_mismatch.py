@@ -1,0 +1,62 @@
+"""TL601: a Linear's in_features cannot match what reaches it."""
+
+from __future__ import annotations
+
+from torchlint.rule import Rule
+
+
+class LinearInFeaturesMismatch(Rule):
+    """
+    ## What it does
+    Checks for an `nn.Linear` whose `in_features` cannot match the last dimension of the
+    tensor that reaches it: for any input size, or for the input shape that is declared or
+    evidenced in the code.
+
+    The model is never run. torchlint imports the file without its top-level script code,
+    builds each `nn.Module` subclass on PyTorch's `meta` device, and pushes a fake input
+    through `forward`, with symbolic sizes where the input size is unknown. When the sizes
+    cannot meet for any input, the finding is reported at the line that creates the layer.
+    The input shape comes from, in order: a `# torchlint: input-shape=(1, 3, 224, 224)`
+    comment on the class line or `[tool.torchlint.shapes]` in the configuration; a literal
+    tensor passed to an instance (`model(torch.randn(4, 3, 32, 32))`, read, not run); a
+    torchvision dataset and resize transform used with the model (MNIST is 1x28x28); an
+    `HxW` size in the class docstring; otherwise the first layer that consumes the input.
+
+    ## Why is this bad?
+    The model fails with `mat1 and mat2 shapes cannot be multiplied` on its first batch,
+    typically after a change of an earlier layer's width or of the convolution stack that
+    was not carried over to the Linear.
+
+    ## Known problems
+    Constructors that need arguments are built only with literal arguments found at a call
+    site (or in the configuration); otherwise the model is skipped (see TL690). Shape
+    checking needs `torch` installed and runs in a separate process.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(784, 20)
+            self.fc2 = nn.Linear(30, 10)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(784, 20)
+            self.fc2 = nn.Linear(20, 10)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+    ```
+    """
+
+    code = "TL601"
+    name = "linear-in-features-mismatch"
+    engine_reported = True
