@@ -1,0 +1,119 @@
+"""TL301: a DataLoader batch reaches a model that was moved to a device, without a move."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.devices import (
+    FileFacts,
+    LoaderFlow,
+    batch_message,
+    enclosing_class_of,
+    positional,
+)
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+
+_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "track", "progress_bar", "trange"})
+
+
+class BatchNotMovedToDevice(Rule):
+    """
+    ## What it does
+    Checks for tensors drawn from a data loader that reach a model (or its loss) on a GPU
+    without being moved there, in a function that moves the model with `model.to(device)`
+    or `model.cuda()`.
+
+    Loader batches are followed through `for x, y in loader`, `enumerate(loader)`,
+    `x, y = batch`, `batch["input_ids"]` and `batch = next(iter(loader))`. A batch counts
+    as moved after `x = x.to(device)`, `x = x.cuda()`, a dict comprehension that moves each
+    value, or any helper call that takes the batch and a device (`move_to(batch, device)`).
+    Models wrapped in `DataParallel`, `DistributedDataParallel` or `accelerator.prepare`
+    (which move inputs themselves), models kept on the CPU, and loaders that may yield
+    device tensors (a custom `collate_fn`, a device-aware wrapper or dataset) are not
+    reported.
+
+    ## Why is this bad?
+    DataLoaders yield CPU tensors. Passing them to a model whose parameters are on a GPU
+    raises `RuntimeError: Expected all tensors to be on the same device` (or `Input type
+    (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same`) on
+    the first batch — often only after a long data-loading warm-up, or only on the GPU
+    machine.
+
+    ## Known problems
+    Only a model moved in the same function (or the same script body, or the same class
+    for `self.model`) is considered; moves inside the model's own `forward` are not seen.
+
+    ## Example
+    ```python
+    model = Net().to(device)
+    for inputs, targets in train_loader:
+        loss = criterion(model(inputs), targets)
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().to(device)
+    for inputs, targets in train_loader:
+        inputs, targets = inputs.to(device), targets.to(device)
+        loss = criterion(model(inputs), targets)
+    ```
+    """
+
+    code = "TL301"
+    name = "batch-not-moved-to-device"
+    triggers = (".to(", ".cuda(")
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._facts: FileFacts | None = None
+        self._scopes: set[int] = set()
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._may_be_loader(node.iter):
+            self._mark_scope()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # `batch = next(iter(loader))` / `it = iter(loader)`
+        if isinstance(node.func, cst.Name) and node.func.value in ("next", "iter"):
+            self._mark_scope()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if id(node) in self._scopes:
+            self._analyse(node, enclosing_class_of(self.context, node))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if id(node) in self._scopes:
+            self._analyse(node, None)
+
+    def _may_be_loader(self, expr: cst.BaseExpression) -> bool:
+        while isinstance(expr, cst.Call):
+            name = (dotted_name(expr.func) or "").rsplit(".", 1)[-1]
+            args = positional(expr)
+            if name not in _ITERATION_WRAPPERS or not args:
+                return False
+            expr = args[0].value
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        name = dotted_name(expr)
+        if name is None:
+            return False
+        last = name.rsplit(".", 1)[-1].lower()
+        return "loader" in last or "dl" in last or "DataLoader" in self.context.source
+
+    def _mark_scope(self) -> None:
+        for node in reversed(self.context.ancestors):
+            if isinstance(node, cst.FunctionDef):
+                self._scopes.add(id(node))
+                return
+            if isinstance(node, (cst.ClassDef, cst.Lambda)):
+                return
+        self._scopes.add(id(self.context.module))
+
+    def _analyse(self, scope: cst.Module | cst.FunctionDef, classdef: cst.ClassDef | None) -> None:
+        if self._facts is None:
+            self._facts = FileFacts(self.context)
+        for finding in LoaderFlow(self._facts, scope, classdef).run():
+            line = self._facts.lines.line(finding.move.call)
+            self.report(finding.node, batch_message(finding, line))
