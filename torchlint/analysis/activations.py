@@ -25,7 +25,7 @@ from enum import Enum
 import libcst as cst
 
 from torchlint.context import FileContext, iter_scope_nodes
-from torchlint.names import dotted_name
+from torchlint.names import canonical, dotted_name
 from torchlint.walker import iter_children, iter_descendants
 
 SOFTMAX = "softmax"
@@ -201,6 +201,7 @@ _REBINDING_PARENTS = (
     cst.ExceptStarHandler,
 )
 _MAX_DEPTH = 12
+_ASSIGNED_NAME = re.compile(r"([\w.]+)[ \t]*(?::[^=\n]*)?=")
 _MISSING: list[cst.BaseExpression | None] = []
 
 
@@ -253,22 +254,28 @@ class ActivationFlow:
         return LossInput(spec, argument, activation)
 
     def loss_holders(self) -> frozenset[str]:
-        """Last components of names ever assigned a loss: cheap filter for `criterion(...)`."""
+        """Last components of names assigned a loss on some line: a cheap `criterion(...)` filter.
+
+        A text scan, not a tree walk: it only decides which calls are worth resolving, and the
+        resolution itself is exact.
+        """
         if self._loss_holders is None:
+            spellings = {name.rsplit(".", 1)[-1] for name in (*_LOSS_CLASSES, *_LOSS_FUNCTIONS)}
+            spellings.update(
+                local
+                for local, target in self.context.imports.aliases.items()
+                if canonical(target) in _LOSS_CLASSES or canonical(target) in _LOSS_FUNCTIONS
+            )
+            pattern = re.compile(
+                r"^[ \t]*((?:[\w.]+[ \t]*(?::[^=\n]*)?=[ \t]*)+)[( \t]*(?:[\w.]+\.)?(?:"
+                + "|".join(sorted(map(re.escape, spellings)))
+                + r")\b",
+                re.MULTILINE,
+            )
             found: set[str] = set()
-            for node in iter_descendants(self.context.module):
-                if isinstance(node, cst.Assign):
-                    targets = [t.target for t in node.targets]
-                elif isinstance(node, cst.AnnAssign) and node.value is not None:
-                    targets = [node.target]
-                else:
-                    continue
-                if self._shallow_loss(node.value) is None:
-                    continue
-                for target in targets:
-                    name = dotted_name(target)
-                    if name is not None:
-                        found.add(name.rsplit(".", 1)[-1])
+            for match in pattern.finditer(self.context.source):
+                for target in _ASSIGNED_NAME.findall(match.group(1)):
+                    found.add(target.rsplit(".", 1)[-1])
             self._loss_holders = frozenset(found)
         return self._loss_holders
 
