@@ -1,0 +1,122 @@
+"""TL501: a training loop that steps an optimizer but never clears its gradients."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.training_loop import (
+    ASSIGN,
+    BACKWARD,
+    JUMP,
+    ZERO,
+    Scope,
+    TrainingLoops,
+    Unit,
+    training_loops,
+)
+from torchlint.rule import Rule
+
+
+class MissingZeroGrad(Rule):
+    """
+    ## What it does
+    Checks for loops that call `loss.backward()` and `optimizer.step()` but never clear
+    the gradients (`optimizer.zero_grad()`, `model.zero_grad()`, `p.grad = None`) anywhere
+    in the loop.
+
+    Gradient accumulation (`step()` and `zero_grad()` together under
+    `if (i + 1) % k == 0:`) and clearing at the end of the iteration are fine. A
+    `zero_grad()` before the loop does not count: it runs once, not every iteration.
+    With several optimizers (a GAN's generator and discriminator), each one that steps
+    must be cleared. `scaler.step(optimizer)` counts as stepping `optimizer`;
+    `scheduler.step()` is not an optimizer step.
+
+    ## Why is this bad?
+    `backward()` adds to `.grad`; it does not overwrite it. Without clearing, every step
+    uses the sum of all gradients since the start of training, so updates grow and point
+    in stale directions: the loss plateaus or diverges and nothing raises an error.
+
+    ## Known problems
+    Gradients cleared by code the linter cannot see (a function from another module that
+    receives the optimizer) are assumed to be cleared; the loop is not reported then.
+
+    ## Example
+    ```python
+    optimizer.zero_grad()
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+    """
+
+    code = "TL501"
+    name = "missing-zero-grad"
+    # A finding needs an optimizer `.step(...)` call in the loop.
+    triggers = ("step",)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._check_scope(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._check_scope(node)
+
+    def _check_scope(self, node: cst.CSTNode) -> None:
+        loops = training_loops(self.context)
+        scope = loops.scope(node)
+        for unit in scope.units:
+            if unit.is_loop:
+                self._check_loop(loops, scope, unit)
+
+    def _check_loop(self, loops: TrainingLoops, scope: Scope, unit: Unit) -> None:
+        direct = unit.events
+        backward = next((e for e in direct if e.kind == BACKWARD), None)
+        if backward is None:
+            return
+        steps = list(loops.steps(direct, scope))
+        if not steps:
+            return
+        if any(e.kind == JUMP and e.name != "continue" and not e.path for e in direct):
+            return  # the body runs once per step: `while True: ...; break`
+        inside = scope.within(unit)
+        if any(loops.clears_all(e) for e in inside):
+            return
+        zeros = [e for e in inside if e.kind == ZERO]
+        assigned = {e.name for e in inside if e.kind == ASSIGN}
+        seen: set[str] = set()
+        for step, optimizer in steps:
+            target = loops.canonical(optimizer, scope)
+            key = target or self.context.code(optimizer)
+            if key in seen:
+                continue
+            seen.add(key)
+            if target is None:
+                if zeros:
+                    continue
+            elif any(loops.may_clear(z, optimizer, scope) for z in zeros):
+                continue
+            elif any(loops.hands_over(e, target, scope) for e in inside):
+                continue
+            elif target in assigned or (loops.optimizer_models(target, scope) or set()) & assigned:
+                continue  # a new optimizer or model every iteration starts from clean gradients
+            name = _short(self.context.code(optimizer))
+            self.report(
+                step.node,
+                f"loop calls {_short(self.context.code(backward.node))} and {name}.step() but "
+                f"never {name}.zero_grad(): gradients accumulate across iterations; call "
+                f"{name}.zero_grad() at the start of each iteration",
+            )
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."

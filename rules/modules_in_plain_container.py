@@ -1,0 +1,66 @@
+"""TL401: submodules kept in a plain list/tuple/dict attribute of an nn.Module."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.containers import MODULE, plain_container_findings
+from torchlint.rule import Rule
+
+
+class ModulesInPlainContainer(Rule):
+    """
+    ## What it does
+    Checks for `nn.Module` subclasses that store submodules in a plain `list`, `tuple`,
+    `dict` or `set` attribute instead of `nn.ModuleList` / `nn.ModuleDict`.
+
+    Reported: `self.x = [...]`, comprehensions, `{"a": nn.Conv2d(...)}`, a local list
+    filled in a loop and then assigned, and `self.x = []` followed by `self.x.append(...)`,
+    when the elements are newly built `torch.nn` layers or Module subclasses from the same
+    file. Lists of already registered modules (`list(self.blocks)`), local lists passed to
+    `nn.Sequential(*layers)`, and lists of parameter-free activations are not reported.
+
+    ## Why is this bad?
+    `nn.Module` registers an attribute only when the value itself is a Module. Modules
+    inside a plain container are invisible to `parameters()`, so the optimizer never
+    updates them; `.to(device)`, `.half()`, `.train()`/`.eval()` skip them; and
+    `state_dict()` neither saves nor loads their weights. Training silently leaves those
+    layers at their random initialisation, or fails later with a device mismatch.
+
+    ## Known problems
+    Only modules built in the class itself are recognised: a list of modules passed in as
+    an argument, or built by a helper function, is not checked.
+
+    ## Example
+    ```python
+    class MLP(nn.Module):
+        def __init__(self, dim, depth):
+            super().__init__()
+            self.layers = [nn.Linear(dim, dim) for _ in range(depth)]
+    ```
+
+    ## Use instead
+    ```python
+    class MLP(nn.Module):
+        def __init__(self, dim, depth):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
+    ```
+    """
+
+    code = "TL401"
+    name = "modules-in-plain-container"
+    # Recognising an nn.Module subclass needs `torch.nn` (or `from torch import nn`).
+    triggers = ("nn",)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        for finding in plain_container_findings(self.context, node):
+            if finding.element != MODULE:
+                continue
+            wrapper = "ModuleDict" if finding.container == "dict" else "ModuleList"
+            self.report(
+                finding.node,
+                f"{finding.attribute} is a plain {finding.container} of modules: their "
+                "parameters are not registered (optimizer, .to(), state_dict skip them); "
+                f"use nn.{wrapper}(...)",
+            )
