@@ -1,0 +1,124 @@
+"""TL305: CUDA hard-coded in a file that never checks whether CUDA is there."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from torchlint.analysis.call_args import positional, string_value
+from torchlint.context import FileContext
+from torchlint.diagnostic import Severity
+from torchlint.rule import Rule
+
+# Any of these means the file decides about the device somewhere: not hard-coded.
+_DEVICE_AWARE = re.compile(
+    r"is_available\s*\("
+    r"|torch\.accelerator"
+    r"|device_count\s*\("
+    r"|--(?:device|cuda|no[-_]cuda|gpus?|cpu)\b"
+    r"|\b(?:use_cuda|use_gpu|no_cuda|TEST_CUDA|HAS_CUDA|RUN_CUDA|CUDA_AVAILABLE|requires_cuda)\b"
+    r"|\bargs\.(?:cuda|gpu|device)\b"
+    r"|skipIf|onlyCUDA|instantiate_device_type_tests|pytest\.mark"
+)
+
+
+def _is_cuda_string(expr: cst.BaseExpression | None) -> bool:
+    value = string_value(expr)
+    return value is not None and (value == "cuda" or value.startswith("cuda:"))
+
+
+class HardCodedCuda(Rule):
+    """
+    ## What it does
+    Checks for CUDA hard-coded as the device — `.cuda()`, `device="cuda"`,
+    `torch.device("cuda")`, `.to("cuda")` — in a file that never checks whether CUDA is
+    available: no `torch.cuda.is_available()`, `torch.accelerator`, `device_count()`, no
+    `device` parameter of its own functions and no `--device`/`--cuda` command-line option.
+
+    Off by default: GPU-only code (a CUDA kernel benchmark, a cluster job) is fine to
+    hard-code; select the rule for code that should also run on CPU or other accelerators.
+
+    ## Why is this bad?
+    The script crashes on a machine without an NVIDIA GPU (a laptop, CI, Apple silicon, a
+    CPU-only container) with "Torch not compiled with CUDA enabled" or "No CUDA GPUs are
+    available", and it cannot be pointed at another GPU or backend without editing the code.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    x = torch.randn(8, 3, device="cuda")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+    x = torch.randn(8, 3, device=device)
+    ```
+    """
+
+    code = "TL305"
+    name = "hard-coded-cuda"
+    triggers = ("cuda",)
+    default_enabled = False
+    severity = Severity.WARNING
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._found: list[cst.CSTNode] = []
+        self._device_parameter = False
+
+    def visit_Param(self, node: cst.Param) -> None:
+        name = node.name.value
+        if name == "device" or name.endswith("_device"):
+            self._device_parameter = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        target = self._hard_coded(node)
+        if target is not None:
+            self._found.append(target)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        # Decided at the end: a device parameter or check may come after the first use.
+        if not self._found or self._device_parameter:
+            return
+        if _DEVICE_AWARE.search(self.context.source):
+            return
+        for target in self._found:
+            self.report(
+                target,
+                "CUDA is hard-coded and this file never checks torch.cuda.is_available(); "
+                "pick the device once (torch.device('cuda' if torch.cuda.is_available() else "
+                "'cpu')) and use .to(device)",
+            )
+
+    def _hard_coded(self, node: cst.Call) -> cst.CSTNode | None:
+        func = node.func
+        qualified = self.context.qualified_name(func)
+        if qualified == "torch.device":
+            args = positional(node)
+            if args and _is_cuda_string(args[0].value):
+                return node
+            type_arg = next((a for a in node.args if a.keyword and a.keyword.value == "type"), None)
+            return node if type_arg and _is_cuda_string(type_arg.value) else None
+        if (
+            isinstance(func, cst.Attribute)
+            and qualified is None
+            and func.attr.value == "cuda"
+            and all(a.keyword is not None and a.keyword.value == "non_blocking" for a in node.args)
+        ):
+            # `.cuda()` on a tensor or module (not `.cuda(rank)`, which names its GPU).
+            return node
+        if isinstance(func, cst.Attribute) and qualified is None and func.attr.value == "to":
+            args = positional(node)
+            if args and _is_cuda_string(args[0].value):
+                return args[0].value
+        for arg in node.args:
+            if (
+                arg.keyword is not None
+                and arg.keyword.value == "device"
+                and _is_cuda_string(arg.value)
+            ):
+                return arg
+        return None
