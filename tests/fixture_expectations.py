@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -15,3 +16,20 @@ def expected_pairs(path: Path) -> set[tuple[int, str]]:
         if match:
             pairs.update((number, code.strip()) for code in match.group("codes").split(","))
     return pairs
+
+
+def expected_in_notebook(path: Path) -> set[tuple[int, int, str]]:
+    """(cell, line in cell, code) marked in a notebook's cells; cells count from 1."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    found: set[tuple[int, int, str]] = set()
+    for number, cell in enumerate(cells, start=1):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for line_number, line in enumerate(source.splitlines(), start=1):
+            match = MARK.search(line)
+            if match:
+                found.update(
+                    (number, line_number, code.strip()) for code in match.group("codes").split(",")
+                )
+    return found

@@ -43,6 +43,7 @@ DEFAULT_EXCLUDES = (
     "site-packages",
     "venv",
 )
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 DEFAULT_MAX_FILE_SIZE_KB = 4096
 _KEYS = {
     "select",
@@ -50,6 +51,8 @@ _KEYS = {
     "extend-select",
     "exclude",
     "extend-exclude",
+    "include",
+    "extend-include",
     "per-file-ignores",
     "shapes",
     "max-file-size-kb",
@@ -69,6 +72,8 @@ class Config:
     extend_select: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    extend_include: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     shapes: str = "auto"
     declared_shapes: tuple[tuple[str, Any], ...] = ()
@@ -131,7 +136,7 @@ def parse_config(table: dict[str, Any], path: Path | None, root: Path) -> Config
             values[key.replace("-", "_")] = validate(
                 _string_list(table[key], key, where), f"`{key}` of {where}"
             )
-    for key in ("exclude", "extend-exclude"):
+    for key in ("exclude", "extend-exclude", "include", "extend-include"):
         if key in table:
             values[key.replace("-", "_")] = _string_list(table[key], key, where)
     if "per-file-ignores" in table:
@@ -281,6 +286,13 @@ def is_excluded(path: Path, overrides: Overrides | None = None) -> bool:
     return spec.match_file(relative) or any(
         spec.match_file(part + "/") for part in _parents(relative)
     )
+
+
+def is_included(path: Path, overrides: Overrides | None = None) -> bool:
+    """Whether a file found in a folder walk is one to lint (`include`, `extend-include`)."""
+    config = config_for(path, overrides)
+    spec = _spec(config.include + config.extend_include)
+    return spec.match_file(path.name) or spec.match_file(_relative(path, overrides or Overrides()))
 
 
 def _parents(relative: str) -> list[str]:

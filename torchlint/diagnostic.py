@@ -50,8 +50,8 @@ class Diagnostic:
     fix: Fix | None = field(default=None, compare=False)
     cell: int | None = field(default=None, compare=False)
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.line, self.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready mapping (the `json` output format and the cache use it)."""

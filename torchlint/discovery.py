@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pathspec
 
-from torchlint.config import Overrides, is_excluded
-
-PYTHON_SUFFIXES = (".py", ".pyi")
+from torchlint.config import Overrides, is_excluded, is_included
 
 
 @dataclass
@@ -85,8 +83,8 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                     subdirs.append(path)
                 continue
             wanted = (
-                entry.name.endswith(PYTHON_SUFFIXES)
-                and path not in seen
+                path not in seen
+                and is_included(path, overrides)
                 and not _ignored(path, ignores, False)
                 and not is_excluded(path, overrides)
             )

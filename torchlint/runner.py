@@ -6,7 +6,6 @@ torch is importable and they are enabled.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib.metadata
 import multiprocessing
@@ -20,18 +19,11 @@ from torchlint.cache import CACHE_DIR_NAME, ResultCache, cache_key
 from torchlint.config import FileSettings, Overrides, settings_for
 from torchlint.diagnostic import Diagnostic
 from torchlint.discovery import discover
-from torchlint.engine import SYNTAX_ERROR, file_error, lint_bytes
+from torchlint.engine import SYNTAX_ERROR, file_error
 from torchlint.errors import TorchlintError
-from torchlint.fixing import (
-    FileChangedError,
-    applicable,
-    detect_encoding,
-    encode,
-    fix_source,
-    write_atomically,
-)
+from torchlint.fixing import FileChangedError, applicable, write_atomically
+from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_source
 from torchlint.noqa import apply_suppressions
-from torchlint.source import UndecodableSource, decode
 
 SHAPE_PREFIX = "TL6"
 # Below this many files to lint, starting worker processes costs more than it saves.
@@ -136,10 +128,16 @@ def run_source(
     return result
 
 
+def _source_codes(task: _Task) -> set[str]:
+    return {c for c in task.settings.enabled if not c.startswith(SHAPE_PREFIX)}
+
+
 def _lint_one(task: _Task) -> list[Diagnostic]:
-    codes = {c for c in task.settings.enabled if not c.startswith(SHAPE_PREFIX)}
-    return lint_bytes(
-        task.data, task.display, codes, torch_version=task.settings.config.torch_version
+    return lint_input(
+        task.display,
+        task.data,
+        _source_codes(task),
+        torch_version=task.settings.config.torch_version,
     )
 
 
@@ -215,10 +213,9 @@ def _shape_diagnostics(
             return [d for h in hits for d in h or []]
     sources: dict[str, str] = {}
     for task in candidates:
-        try:
-            sources[task.display] = decode(task.data)
-        except UndecodableSource:
-            continue
+        text = python_source(task.display, task.data)
+        if text is not None:
+            sources[task.display] = text
     declared = {}
     for task in candidates:
         declared.update(dict(task.settings.config.declared_shapes))
@@ -229,6 +226,7 @@ def _shape_diagnostics(
             continue
         kept = [d for d in found.get(task.display, []) if d.code in task.settings.enabled]
         kept = apply_suppressions(sources[task.display], kept)
+        kept = map_diagnostics(task.display, task.data, kept)
         if cache is not None:
             cache.put("shapes:" + task.display, keys[task.display], kept)
         diagnostics.extend(kept)
@@ -257,32 +255,23 @@ def _fix_all(
 
 
 def _fix_one(task: _Task, options: RunOptions, result: RunResult) -> list[Diagnostic]:
-    encoding = detect_encoding(task.data)
-    original = decode(task.data)
-    outcome = fix_source(
-        original,
-        lambda text: _lint_one(
-            _Task(task.display, task.path, encode(text, encoding), task.settings, "")
-        ),
+    outcome = fix_input(
+        task.display,
+        task.data,
+        _source_codes(task),
         unsafe=options.unsafe_fixes,
+        torch_version=task.settings.config.torch_version,
     )
-    if outcome.source == original:
+    result.warnings.extend(outcome.warnings)
+    if outcome.data is None:
         return outcome.remaining
     if options.fix_mode == "diff":
-        diff = difflib.unified_diff(
-            original.splitlines(keepends=True),
-            outcome.source.splitlines(keepends=True),
-            fromfile=task.display,
-            tofile=task.display,
-        )
-        result.fixed_text.append("".join(diff))
-        result.fixed += outcome.fixed
-        return outcome.remaining
-    if task.path is None:
-        result.fixed_text.append(outcome.source)
+        result.fixed_text.append(outcome.diff)
+    elif task.path is None:
+        result.fixed_text.append(outcome.data.decode("utf-8", errors="surrogateescape"))
     else:
         try:
-            write_atomically(task.path, encode(outcome.source, encoding), task.data)
+            write_atomically(task.path, outcome.data, task.data)
         except (FileChangedError, OSError) as exc:
             result.warnings.append(f"{task.display}: fixes not written: {exc}")
             return _lint_one(task)

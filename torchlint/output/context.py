@@ -29,9 +29,19 @@ class OutputContext:
                 self.sources[path] = ""
         return self.sources[path].splitlines()
 
-    def line(self, path: str, number: int) -> str:
-        lines = self.source_lines(path)
+    def line(self, path: str, number: int, cell: int | None = None) -> str:
+        """Line `number` (1-based) of a file, or of a notebook's cell."""
+        lines = self._cell_lines(path, cell) if cell is not None else self.source_lines(path)
         return lines[number - 1] if 0 < number <= len(lines) else ""
+
+    def _cell_lines(self, path: str, cell: int) -> list[str]:
+        from torchlint.notebook import NotebookError, read_notebook
+
+        try:
+            notebook = read_notebook("\n".join(self.source_lines(path)))
+        except NotebookError:
+            return []
+        return notebook.cell_sources.get(cell - 1, "").splitlines()
 
     @staticmethod
     def doc(code: str) -> RuleDoc | None:

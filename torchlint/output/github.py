@@ -21,16 +21,19 @@ def escape_property(text: str) -> str:
 def format_github(context: OutputContext) -> str:
     lines = []
     for d in context.diagnostics:
-        properties = ",".join(
-            [
-                f"file={escape_property(d.path)}",
+        title = f"title={escape_property(f'torchlint ({d.code})')}"
+        if d.cell is None:
+            where = [
                 f"line={d.line}",
                 f"col={d.column}",
                 f"endLine={d.end_line}",
                 f"endColumn={d.end_column}",
-                f"title={escape_property(f'torchlint ({d.code})')}",
             ]
-        )
-        message = escape_data(f"{d.code} {d.message}")
+            text = f"{d.code} {d.message}"
+        else:  # GitHub cannot point into a notebook cell: name it in the message
+            where = []
+            text = f"{d.code} cell {d.cell}, line {d.line}: {d.message}"
+        properties = ",".join([f"file={escape_property(d.path)}", *where, title])
+        message = escape_data(text)
         lines.append(f"::{_COMMAND[d.severity]} {properties}::{message}\n")
     return "".join(lines)

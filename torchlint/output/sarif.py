@@ -37,7 +37,7 @@ def _rule_descriptor(code: str) -> dict[str, object]:
 
 def _fingerprint(d: Diagnostic, line_text: str, occurrence: int) -> str:
     """Stable across runs and line shifts: rule, file, the line's code, and which occurrence."""
-    key = f"{d.code}\0{d.path}\0{' '.join(line_text.split())}\0{occurrence}"
+    key = f"{d.code}\0{d.path}\0{d.cell}\0{' '.join(line_text.split())}\0{occurrence}"
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
@@ -47,7 +47,7 @@ def format_sarif(context: OutputContext) -> str:
     seen: Counter[tuple[str, str, str]] = Counter()
     results = []
     for d in context.diagnostics:
-        line_text = context.line(d.path, d.line)
+        line_text = context.line(d.path, d.line, d.cell)
         occurrence_key = (d.code, d.path, " ".join(line_text.split()))
         seen[occurrence_key] += 1
         uri = Path(d.path).as_posix()
@@ -74,6 +74,8 @@ def format_sarif(context: OutputContext) -> str:
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        if d.cell is not None:  # the region's lines count within this notebook cell
+            result["properties"] = {"cell": d.cell}
         results.append(result)
     log = {
         "$schema": SCHEMA,

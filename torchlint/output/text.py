@@ -28,7 +28,7 @@ def format_full(context: OutputContext) -> str:
     blocks = []
     for d in context.diagnostics:
         block = [f"{_location(d)}: {d.code}{_marker(d, context)} {d.message}"]
-        source = context.line(d.path, d.line) if d.cell is None else ""
+        source = context.line(d.path, d.line, d.cell)
         if source:
             gutter = str(d.line)
             width = (

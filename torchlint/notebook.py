@@ -1,0 +1,203 @@
+"""Jupyter notebooks as lint input: code cells joined into one module, IPython syntax masked.
+
+Diagnostics come back with the cell (1-based, counting every cell as Jupyter shows them) and the
+line within it. Fixes are applied to the cell sources and written back into the JSON without
+disturbing anything else: outputs, metadata, ids, key order, indentation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from torchlint.diagnostic import Diagnostic, Edit, Fix
+
+NOTEBOOK_SUFFIX = ".ipynb"
+# Cell magics whose body is not Python: the whole cell is left out of the analysis.
+_FOREIGN_CELL_MAGICS = frozenset(
+    {
+        "bash",
+        "sh",
+        "script",
+        "html",
+        "javascript",
+        "js",
+        "latex",
+        "markdown",
+        "svg",
+        "perl",
+        "ruby",
+        "writefile",
+        "file",
+        "sql",
+        "system",
+        "python2",
+        "pypy",
+        "cmd",
+        "powershell",
+    }
+)
+_MAGIC_LINE = re.compile(r"^(\s*)(%|!|\?)")
+_SHELL_ASSIGN = re.compile(r"^(\s*)[\w.,\s()\[\]]+=\s*(!|%)")
+_HELP_LINE = re.compile(r"^\s*(\?\??[\w.]+|[\w.]+\?\??)\s*$")
+_MASK = "pass  # torchlint: masked IPython syntax"
+
+
+class NotebookError(Exception):
+    """The file is not a notebook torchlint can read (invalid JSON, not nbformat 4)."""
+
+
+@dataclass
+class Notebook:
+    """A parsed notebook and the Python module made of its code cells."""
+
+    text: str
+    data: dict[str, Any]
+    #: Index (in `data["cells"]`) of each code cell, in order.
+    code_cells: list[int]
+    #: The cell sources as stored, by index in `data["cells"]`.
+    cell_sources: dict[int, str]
+    #: The joined, masked module.
+    source: str = ""
+    #: For each line of `source` (0-based), the (cell index, 0-based line in the cell).
+    line_map: list[tuple[int, int]] = field(default_factory=list)
+
+    def cell_number(self, index: int) -> int:
+        """How the user counts cells: 1-based, every cell included."""
+        return index + 1
+
+
+def _cell_source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def read_notebook(text: str) -> Notebook:
+    """Parse and validate a notebook with nbformat; build its Python module."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    if not isinstance(data, dict) or data.get("nbformat") != 4:
+        found = data.get("nbformat") if isinstance(data, dict) else None
+        raise NotebookError(f"not an nbformat 4 notebook (nbformat: {found!r})")
+    try:
+        import nbformat
+
+        nbformat.validate(nbformat.from_dict(data), version=4)
+    except ImportError:  # pragma: no cover - nbformat is a dependency
+        pass
+    except Exception as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise NotebookError(f"not a valid nbformat 4 notebook: {message}") from None
+    cells = data.get("cells", [])
+    code = [i for i, cell in enumerate(cells) if cell.get("cell_type") == "code"]
+    notebook = Notebook(
+        text=text,
+        data=data,
+        code_cells=code,
+        cell_sources={i: _cell_source(cells[i]) for i in code},
+    )
+    _join(notebook)
+    return notebook
+
+
+def mask_cell(source: str) -> list[str]:
+    """The cell's lines with IPython-only syntax replaced by `pass` (same line count)."""
+    lines = source.split("\n")
+    first = lines[0].strip() if lines else ""
+    if first.startswith("%%"):
+        name = first[2:].split(maxsplit=1)[0] if len(first) > 2 else ""
+        if name in _FOREIGN_CELL_MAGICS:
+            return [""] * len(lines)
+        lines = [_MASK, *lines[1:]]  # %%time, %%capture, ...: the body is Python
+    masked = []
+    for line in lines:
+        match = _MAGIC_LINE.match(line) or _SHELL_ASSIGN.match(line)
+        if match or _HELP_LINE.match(line):
+            indent = re.match(r"\s*", line).group()  # type: ignore[union-attr]
+            masked.append(indent + _MASK)
+        else:
+            masked.append(line)
+    return masked
+
+
+def _join(notebook: Notebook) -> None:
+    lines: list[str] = []
+    line_map: list[tuple[int, int]] = []
+    for index in notebook.code_cells:
+        for number, line in enumerate(mask_cell(notebook.cell_sources[index])):
+            lines.append(line)
+            line_map.append((index, number))
+    notebook.source = "\n".join(lines) + "\n"
+    notebook.line_map = line_map
+
+
+def to_cell_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic:
+    """Re-address a diagnostic of the joined module to its cell and line within the cell."""
+    if not notebook.line_map:
+        return replace(diagnostic, cell=None)
+    index, line = notebook.line_map[min(diagnostic.line, len(notebook.line_map)) - 1]
+    end_index, end_line = notebook.line_map[min(diagnostic.end_line, len(notebook.line_map)) - 1]
+    if end_index != index:  # a range running into the next cell stops at this one's end
+        end_line, end_column = line, diagnostic.column
+    else:
+        end_column = diagnostic.end_column
+    fix = _cell_fix(notebook, diagnostic.fix, index) if diagnostic.fix else None
+    return replace(
+        diagnostic,
+        cell=notebook.cell_number(index),
+        line=line + 1,
+        end_line=end_line + 1,
+        end_column=end_column,
+        fix=fix,
+    )
+
+
+def _cell_fix(notebook: Notebook, fix: Fix, index: int) -> Fix | None:
+    """The fix in cell coordinates; None when an edit leaves the diagnostic's cell."""
+    edits = []
+    for edit in fix.edits:
+        start = notebook.line_map[min(edit.start_line, len(notebook.line_map)) - 1]
+        end = notebook.line_map[min(edit.end_line, len(notebook.line_map)) - 1]
+        if edit.start_line > len(notebook.line_map):
+            return None
+        if start[0] != end[0]:
+            return None
+        if start[0] != index and not (edit.start_line == 1 and edit.start_column == 1):
+            return None  # an insertion at the very top (an import) lands in the first cell
+        edits.append(
+            Edit(start[1] + 1, edit.start_column, end[1] + 1, edit.end_column, edit.content)
+        )
+    if not edits:
+        return None
+    return Fix(fix.message, tuple(edits), fix.safe)
+
+
+def with_cell_sources(notebook: Notebook, sources: dict[int, str]) -> str:
+    """The notebook's JSON text with the given cell sources; everything else byte-identical.
+
+    Raises NotebookError when the file's JSON layout cannot be reproduced exactly.
+    """
+    indent = _detect_indent(notebook.text)
+    trailing = notebook.text[len(notebook.text.rstrip("\r\n")) :]
+
+    def dump(data: dict[str, Any]) -> str:
+        return json.dumps(data, indent=indent, ensure_ascii=False) + trailing
+
+    if dump(notebook.data) != notebook.text:
+        raise NotebookError("its JSON layout is unusual, so it cannot be rewritten exactly")
+    data = json.loads(notebook.text)
+    for index, text in sources.items():
+        cell = data["cells"][index]
+        cell["source"] = (
+            text.splitlines(keepends=True) if isinstance(cell["source"], list) else text
+        )
+    return dump(data)
+
+
+def _detect_indent(text: str) -> int | None:
+    match = re.search(r"\n( +)\"", text)
+    return len(match.group(1)) if match else None
