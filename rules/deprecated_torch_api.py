@@ -1,0 +1,202 @@
+"""TL703: use or import of a deprecated or removed torch API."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.call_args import (
+    detached,
+    keeps_comments,
+    module_spelling,
+    positional,
+)
+from torchlint.analysis.deprecated_apis import (
+    BY_NAME,
+    DEVICE_FIRST,
+    DEVICE_FIRST_KEYWORDS,
+    LAST_SEGMENTS,
+    LIST_ARGS,
+    RENAME,
+    RENAME_SINGLE_ARG,
+    DeprecatedApi,
+    Version,
+    is_deprecated_for,
+    replacement_available,
+    target_version,
+)
+from torchlint.context import FileContext
+from torchlint.diagnostic import Severity
+from torchlint.fixes import FixBuilder
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+
+
+class DeprecatedTorchApi(Rule):
+    """
+    ## What it does
+    Checks for uses and imports of torch APIs that are deprecated or already removed, from a
+    table kept in `torchlint/analysis/deprecated_apis.py`: `torch.cuda.amp.autocast` and
+    `GradScaler` (use `torch.amp`), `torch.cpu.amp.autocast`, `torch.chain_matmul`,
+    `torch.qr`, `torch.cholesky`, the removed `torch.symeig`/`eig`/`solve`/`lstsq`/
+    `matrix_rank`, `torch.range`, `F.upsample`, `torch.nn.utils.clip_grad_norm`, the
+    `nn.init` functions without a trailing underscore, `torch.testing.assert_allclose`,
+    `torch.nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
+    `torch.set_default_tensor_type`, `torch.autograd.Variable`, and more. Imports such as
+    `from torch.cuda.amp import autocast` are reported at the import.
+
+    The `torch-version` setting (otherwise the installed torch's version, read from its
+    package metadata) decides what counts: APIs deprecated after that version are not
+    reported, and a replacement is suggested only if that version has it.
+
+    Where the rewrite is mechanical a safe fix applies it: `torch.cuda.amp.GradScaler(...)`
+    becomes `torch.amp.GradScaler("cuda", ...)`, `torch.cuda.amp.autocast(enabled=...)`
+    becomes `torch.amp.autocast("cuda", enabled=...)`, `torch.chain_matmul(a, b, c)` becomes
+    `torch.linalg.multi_dot([a, b, c])`, `F.upsample` becomes `F.interpolate`,
+    `clip_grad_norm` becomes `clip_grad_norm_`, `nn.init.xavier_uniform` becomes
+    `nn.init.xavier_uniform_`. Rewrites that change argument order or semantics
+    (`torch.solve`, `torch.range`, `assert_allclose`, ...) are left to you.
+
+    ## Why is this bad?
+    Deprecated APIs print warnings on every run and disappear in a later release; removed
+    ones raise an error as soon as the line runs (`torch.solve`, `torch.symeig` and friends
+    already do). Their replacements are usually more general (`torch.amp` works for every
+    device type) or fix long-standing inconsistencies (`torch.range` includes its end,
+    unlike Python's `range`).
+
+    ## Fix safety
+    The fixes are safe: each is offered only where the replacement takes the same arguments
+    and computes the same result.
+
+    ## Example
+    ```python
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast(dtype=torch.bfloat16):
+        loss = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x)
+    ```
+    """
+
+    code = "TL703"
+    name = "deprecated-torch-api"
+    triggers = tuple(sorted(LAST_SEGMENTS))
+    severity = Severity.WARNING
+    fix_availability = "safe"
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._target: Version | None = target_version(context.torch_version)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value not in LAST_SEGMENTS:
+            return
+        api = BY_NAME.get(self.context.qualified_name(node) or "")
+        if api is None or not is_deprecated_for(api, self._target):
+            return
+        if self._inside_import_or_target(node):
+            return
+        call = self._called(node)
+        self.report(node, self._message(api), fix=self._fix(api, node, call))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module)
+        if module is None:
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            api = BY_NAME.get(f"{module}.{name}")
+            if api is not None and is_deprecated_for(api, self._target):
+                self.report(alias, self._message(api))
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _inside_import_or_target(self, node: cst.Attribute) -> bool:
+        for ancestor in reversed(self.context.ancestors):
+            if isinstance(ancestor, (cst.Import, cst.ImportFrom, cst.AssignTarget)):
+                return True
+            if isinstance(ancestor, cst.BaseStatement):
+                return False
+        return False
+
+    def _called(self, node: cst.Attribute) -> cst.Call | None:
+        parent = self.context.ancestors[-1] if self.context.ancestors else None
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return parent
+        return None
+
+    def _message(self, api: DeprecatedApi) -> str:
+        version = f"torch {api.deprecated_in[0]}.{api.deprecated_in[1]}"
+        if api.removed:
+            when = f" in {version}" if api.exact_version else ""
+            status = f"was deprecated{when} and has since been removed"
+        else:
+            when = f" since {version}" if api.exact_version else ""
+            status = f"is deprecated{when}"
+        text = f"`{api.name}` {status}"
+        if replacement_available(api, self._target):
+            text += f"; use {api.replacement}"
+        return text
+
+    def _fix(
+        self, api: DeprecatedApi, node: cst.Attribute, call: cst.Call | None
+    ) -> FixBuilder | None:
+        if api.fix_kind is None or api.fix_target is None:
+            return None
+        if not replacement_available(api, self._target):
+            return None
+        module, _, attr = api.fix_target.rpartition(".")
+        new_func: cst.BaseExpression
+        if module == api.name.rpartition(".")[0]:
+            # Same module: keep the user's spelling of it, change the last name only.
+            new_func = node.with_changes(attr=cst.Name(attr))
+        else:
+            spelled = module_spelling(self.context, module)
+            if spelled is None:
+                return None
+            new_func = cst.parse_expression(f"{spelled}.{attr}")
+        message = f"Replace with {api.fix_target}"
+        if api.fix_kind == RENAME:
+            if call is not None and any(
+                a.keyword is not None and a.keyword.value in api.no_fix_keywords for a in call.args
+            ):
+                return None
+            return FixBuilder(message=message, replacements=[(node, new_func)], safe=True)
+        if call is None or not keeps_comments(call.func):
+            return None
+        replacement: cst.Call | None = None
+        if api.fix_kind == RENAME_SINGLE_ARG:
+            if len(call.args) == 1 and len(positional(call)) == 1:
+                replacement = call.with_changes(func=new_func)
+        elif api.fix_kind in (DEVICE_FIRST, DEVICE_FIRST_KEYWORDS):
+            if any(a.star for a in call.args):
+                return None
+            if api.fix_kind == DEVICE_FIRST_KEYWORDS and positional(call):
+                return None
+            device = cst.Arg(
+                value=cst.SimpleString(f'"{api.device}"'),
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                if call.args
+                else cst.MaybeSentinel.DEFAULT,
+            )
+            replacement = call.with_changes(func=new_func, args=[device, *call.args])
+        elif api.fix_kind == LIST_ARGS:
+            args = positional(call)
+            if len(args) < 2 or len(args) != len(call.args) or not keeps_comments(call, *args):
+                return None
+            items = ", ".join(self.context.code(a.value) for a in args)
+            replacement = call.with_changes(
+                func=new_func, args=[cst.Arg(value=cst.parse_expression(f"[{items}]"))]
+            )
+        if replacement is None:
+            return None
+        return FixBuilder(
+            message=message,
+            replacements=[(call, detached(self.context, replacement))],
+            safe=True,
+        )
