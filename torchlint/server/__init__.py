@@ -20,7 +20,7 @@ def docs_url(code: str) -> str:
 def main() -> int:
     """Serve LSP on stdin/stdout until the client exits; the exit status."""
     try:
-        from torchlint.server.app import serve
+        from torchlint.server.features import serve
     except ImportError as exc:
         print(
             f"torchlint server needs pygls and lsprotocol ({exc});"

@@ -1,4 +1,4 @@
-"""The language server: documents in, diagnostics out, plus code actions and hover.
+"""The language server's state: open documents, their lints, and when to lint them.
 
 Source rules run on the buffer text (never the file on disk) in one lint thread, debounced
 after edits; an edit that arrives while a lint waits supersedes it. Shape checks run on open
@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
-import sys
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,9 +25,7 @@ from torchlint import __version__
 from torchlint.diagnostic import Diagnostic
 from torchlint.engine import INTERNAL_ERROR, lint_source
 from torchlint.noqa import apply_suppressions
-from torchlint.server import actions
-from torchlint.server.convert import Text, overlaps, to_lsp
-from torchlint.server.hover import codes_at, hover_text
+from torchlint.server.convert import Text, to_lsp
 from torchlint.server.settings import (
     CONFIG_FILE_NAMES,
     DocumentSettings,
@@ -40,7 +36,6 @@ from torchlint.server.settings import (
 )
 from torchlint.server.shapes import ShapeRunner
 
-FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.torchlint"
 PYTHON_SUFFIXES = (".py", ".pyi")
 logger = logging.getLogger(__name__)
 
@@ -281,127 +276,6 @@ class TorchlintServer(LanguageServer):
         for uri in list(self.states):
             self.schedule(uri, shapes=True)
 
-    # --- requests ------------------------------------------------------------------------------
-
-    def workspace_edit(self, uri: str, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
-        doc = self.document(uri)
-        capabilities = self.client_capabilities.workspace
-        versioned = bool(
-            capabilities
-            and capabilities.workspace_edit
-            and capabilities.workspace_edit.document_changes
-        )
-        if versioned and doc is not None:
-            return types.WorkspaceEdit(
-                document_changes=[
-                    types.TextDocumentEdit(
-                        text_document=types.OptionalVersionedTextDocumentIdentifier(
-                            uri=uri, version=doc.version
-                        ),
-                        edits=edits,
-                    )
-                ]
-            )
-        return types.WorkspaceEdit(changes={uri: edits})
-
-    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        uri = params.text_document.uri
-        linted = await self.fresh(uri)
-        if linted is None:
-            return []
-        only = params.context.only
-
-        def wanted(kind: str) -> bool:
-            return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
-
-        found: list[types.CodeAction] = []
-        if wanted(types.CodeActionKind.QuickFix):
-            found += self._quick_fixes(uri, linted, params)
-        fixable = any(d.fix is not None and d.fix.safe for d in linted.diagnostics)
-        if wanted(FIX_ALL) and fixable:
-            action = await self._fix_all(uri, linted)
-            if action is not None:
-                found.append(action)
-        return found
-
-    def _quick_fixes(
-        self, uri: str, linted: Linted, params: types.CodeActionParams
-    ) -> list[types.CodeAction]:
-        text = linted.text
-        start, end = text.offset_of(params.range.start), text.offset_of(params.range.end)
-        # Clients also name the diagnostics they mean (Neovim: those on the cursor's line).
-        named = {
-            (d.code, d.range.start.line, d.range.start.character)
-            for d in params.context.diagnostics
-            if d.source == "torchlint"
-        }
-        found = []
-        for d in linted.diagnostics:
-            if d.code == INTERNAL_ERROR:
-                continue
-            lsp = to_lsp(d, text)
-            key = (d.code, lsp.range.start.line, lsp.range.start.character)
-            if not overlaps(text, d, start, end) and key not in named:
-                continue
-            if d.fix is not None and d.fix.edits:
-                found.append(
-                    types.CodeAction(
-                        title=f"Fix: {d.fix.message}" + ("" if d.fix.safe else " (unsafe)"),
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[lsp],
-                        is_preferred=d.fix.safe,
-                        edit=self.workspace_edit(uri, [text.text_edit(e) for e in d.fix.edits]),
-                    )
-                )
-            edit = actions.noqa_edit(text, d)
-            if edit is not None:
-                found.append(
-                    types.CodeAction(
-                        title=f"Disable {d.code} for this line",
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[lsp],
-                        edit=self.workspace_edit(uri, [text.text_edit(edit)]),
-                    )
-                )
-        return found
-
-    async def _fix_all(self, uri: str, linted: Linted) -> types.CodeAction | None:
-        source, enabled = linted.text.source, linted.settings.enabled
-
-        def lint(code: str) -> list[Diagnostic]:
-            return lint_source(code, linted.display, enabled)
-
-        loop = asyncio.get_running_loop()
-        fixed = await loop.run_in_executor(
-            self.linter, actions.fix_all, source, lint, self.encoding
-        )
-        if fixed == source:
-            return None
-        start, end, new_text = actions.replacement(source, fixed)
-        edit = types.TextEdit(
-            range=types.Range(linted.text.position_at(start), linted.text.position_at(end)),
-            new_text=new_text,
-        )
-        return types.CodeAction(
-            title="torchlint: fix all auto-fixable problems",
-            kind=FIX_ALL,
-            edit=self.workspace_edit(uri, [edit]),
-        )
-
-    async def hover(self, params: types.HoverParams) -> types.Hover | None:
-        linted = await self.fresh(params.text_document.uri)
-        if linted is None:
-            return None
-        text = linted.text
-        codes, span = codes_at(text, linted.diagnostics, text.offset_of(params.position))
-        value = hover_text(codes)
-        if value is None or span is None:
-            return None
-        return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value),
-            range=types.Range(text.position_at(span[0]), text.position_at(span[1])),
-        )
-
     def watch_configuration(self) -> None:
         """Ask the client to report configuration-file changes, when it can register watchers."""
         workspace = self.client_capabilities.workspace
@@ -426,75 +300,3 @@ class TorchlintServer(LanguageServer):
     def stop(self) -> None:
         self.shapes.close()
         self.linter.shutdown(wait=False, cancel_futures=True)
-
-
-def create_server() -> TorchlintServer:
-    """A server with every handler registered (tests make fresh ones)."""
-    server = TorchlintServer()
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
-        ls.options = Options.parse(params.initialization_options)
-
-    @server.feature(types.INITIALIZED)
-    def initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
-        try:
-            ls.watch_configuration()
-        except Exception:
-            ls.log(f"cannot watch configuration files:\n{traceback.format_exc()}")
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.opened(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.changed(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.saved(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.closed(params.text_document.uri)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched_files(
-        ls: TorchlintServer, params: types.DidChangeWatchedFilesParams
-    ) -> None:
-        ls.reconfigure()
-
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]),
-    )
-    async def code_action(
-        ls: TorchlintServer, params: types.CodeActionParams
-    ) -> list[types.CodeAction]:
-        return await ls.code_actions(params)
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def on_hover(ls: TorchlintServer, params: types.HoverParams) -> types.Hover | None:
-        return await ls.hover(params)
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: TorchlintServer, params: None) -> None:
-        ls.stop()
-
-    return server
-
-
-def serve() -> int:
-    """Run the server on stdio until the client says exit (or goes away)."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    # The protocol owns stdout; a stray print() anywhere (a rule, a library) must not corrupt it.
-    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
-    server = create_server()
-    try:
-        server.start_io(sys.stdin.buffer, channel)
-    finally:
-        server.stop()
-    return 0
