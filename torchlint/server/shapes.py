@@ -96,6 +96,7 @@ class ShapeRunner:
             self.log(f"shape checks are off: {hello.get('reason', 'the worker did not start')}")
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
+            await process.wait()
             return None
         self.available = True
         self._process = process
@@ -112,3 +113,10 @@ class ShapeRunner:
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
         self._kill()
+
+    async def aclose(self) -> None:
+        """Stop the worker and wait until it is gone."""
+        process = self._process
+        self.close()
+        if process is not None:
+            await process.wait()
