@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from torchlint.context import FileContext
     from torchlint.fixes import FixBuilder
 
-#: Where each rule's documentation lives: the README's rule reference (one heading per rule).
-DOCS_URL = "https://github.com/torchlint/torchlint/blob/main/README.md"
+#: Where the rule reference lives (generated from the docstrings, one heading per rule).
+DOCS_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules.md"
 
 _CALLBACK = re.compile(r"^(visit|leave)_([A-Z][A-Za-z]*)$")
 
