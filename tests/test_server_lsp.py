@@ -240,6 +240,22 @@ async def test_edits_update_diagnostics_and_close_clears_them(
     await doc.diagnostics(lambda ds: ds == [])
 
 
+async def test_unsaved_buffers_without_a_file(client: LanguageClient) -> None:
+    uri = "untitled:Untitled-1"
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=BUGGY
+            )
+        )
+    )
+    await wait_for(lambda: "TL990" in codes(list(client.diagnostics.get(uri, []))))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: list(client.diagnostics.get(uri, [None])) == [])
+
+
 async def test_syntax_error_is_reported_and_the_server_keeps_serving(
     client: LanguageClient, workspace: Path
 ) -> None:
@@ -383,6 +399,21 @@ async def test_configuration_is_read_and_reread(client: LanguageClient, workspac
         )
     )
     await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    doc.close()
+
+    # Excluded paths get no diagnostics.
+    config.write_text('[tool.torchlint]\nextend-exclude = ["generated"]\n')
+    await asyncio.sleep(0.05)  # a different modification time, even on coarse file systems
+    (project / "generated").mkdir(exist_ok=True)
+    excluded = Doc(client, project / "generated" / "made.py", BUGGY)
+    await excluded.diagnostics(lambda ds: ds == [])
+    excluded.close()
+
+    # An invalid configuration is shown once; the defaults apply until it is fixed.
+    config.write_text('[tool.torchlint]\nselect = ["NOPE999"]\n')
+    doc = Doc(client, project / "configured.py", BUGGY)
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await wait_for(lambda: any("NOPE999" in m.message for m in client.messages))
     doc.close()
     config.unlink()
 

@@ -73,6 +73,9 @@ def settings_for(path: Path | None, root: Path | None) -> DocumentSettings:
         return DocumentSettings(default_codes())
     try:
         found = config.settings_for(target)
+        if _changed_on_disk(getattr(found, "config_path", None)):
+            config.clear_cache()
+            found = config.settings_for(target)
         is_excluded = getattr(config, "is_excluded", None)
         excluded = path is not None and is_excluded is not None and is_excluded(path)
     except Exception as exc:  # an invalid configuration file must not stop linting
@@ -84,6 +87,26 @@ def settings_for(path: Path | None, root: Path | None) -> DocumentSettings:
         declared_shapes=dict(getattr(table, "declared_shapes", ())),
         excluded=bool(excluded),
     )
+
+
+_modified: dict[Path, int] = {}
+
+
+def _changed_on_disk(path: Path | None) -> bool:
+    """Whether a configuration file changed since the last lint that used it.
+
+    One `stat` per lint: it catches edits made outside the editor for clients that cannot
+    watch files for the server (no dynamic `workspace/didChangeWatchedFiles`).
+    """
+    if path is None:
+        return False
+    try:
+        modified = path.stat().st_mtime_ns
+    except OSError:
+        modified = -1
+    before = _modified.get(path)
+    _modified[path] = modified
+    return before is not None and before != modified
 
 
 def forget_configuration() -> None:
