@@ -33,7 +33,8 @@ class Site:
     end_col: int
 
 
-_SITES: weakref.WeakKeyDictionary[nn.Module, Site] = weakref.WeakKeyDictionary()
+#: Module object -> the user frames that were creating it, innermost first.
+_SITES: weakref.WeakKeyDictionary[nn.Module, tuple[Site, ...]] = weakref.WeakKeyDictionary()
 _USER_FILES: set[str] = set()
 _installed = False
 
@@ -48,30 +49,39 @@ def install_site_hook(user_files: set[str]) -> None:
 
     def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
         obj = object.__new__(cls)
-        site = _user_site()
-        if site is not None:
-            _SITES[obj] = site
+        chain = _user_sites()
+        if chain:
+            _SITES[obj] = chain
         return obj
 
     nn.Module.__new__ = __new__  # type: ignore[method-assign,assignment]
 
 
-def _user_site() -> Site | None:
+def _user_sites() -> tuple[Site, ...]:
+    chain = []
     frame = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
         if code.co_filename in _USER_FILES:
             positions = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
             if positions is None or positions[0] is None:
-                return Site(code.co_filename, frame.f_lineno, frame.f_lineno, 0, 0)
-            line, end_line, col, end_col = positions
-            return Site(code.co_filename, line, end_line or line, col or 0, end_col or 0)
+                chain.append(Site(code.co_filename, frame.f_lineno, frame.f_lineno, 0, 0))
+            else:
+                line, end_line, col, end_col = positions
+                chain.append(Site(code.co_filename, line, end_line or line, col or 0, end_col or 0))
         frame = frame.f_back  # type: ignore[assignment]
-    return None
+    return tuple(chain)
 
 
 def site_of(module: nn.Module) -> Site | None:
-    return _SITES.get(module)
+    """The call that created the module (innermost user frame)."""
+    chain = _SITES.get(module)
+    return chain[0] if chain else None
+
+
+def site_chain(module: nn.Module) -> tuple[Site, ...]:
+    """The user frames that were creating the module, innermost first."""
+    return _SITES.get(module, ())
 
 
 class NeedsArguments(Exception):

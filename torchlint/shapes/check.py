@@ -42,6 +42,7 @@ class PlanResult:
     ok: bool = False
     failure: Failure | None = None
     code: str | None = None  #: TL601-TL605 when the failure is definite
+    rank_error: bool = False  #: failed on the number of dimensions (maybe a wrong guess)
     reason: str | None = None  #: why it could not be decided (TL690)
     names: dict[sympy.Symbol, str] = field(default_factory=dict)
     constraints: list[tuple[Failure, Any, list[int], dict[sympy.Symbol, str]]] = field(
@@ -103,7 +104,7 @@ class FileChecker:
             if isinstance(value, nn.Module):
                 site = site_of(value)
                 line = site.line if site is not None else 1
-                self.check_model(value, name, (path, line), {"evidence": []}, {})
+                self.check_model(value, name, (path, line), {"evidence": []}, {}, prefix=name)
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
             if cls not in self.covered:
@@ -127,12 +128,13 @@ class FileChecker:
         where: tuple[str, int],
         spec: dict[str, Any],
         declared: dict[str, Any],
+        prefix: str = "",
     ) -> None:
         started = time.perf_counter()
         record: dict[str, Any] = {"model": label, "path": "fx", "result": "ok"}
         self.stats.models.append(record)
         try:
-            self._check_model(model, label, where, spec, declared, record)
+            self._check_model(model, label, where, spec, declared, record, prefix)
         except Exception as exc:
             record["result"] = "skipped"
             self._skip(where[0], where[1], label, f"internal error: {_brief(exc)}")
@@ -148,6 +150,7 @@ class FileChecker:
         spec: dict[str, Any],
         declared: dict[str, Any],
         record: dict[str, Any],
+        prefix: str,
     ) -> None:
         path, line = where
         inputs = forward_inputs(model)
@@ -178,26 +181,33 @@ class FileChecker:
                 analysis_graph.append(trace(model, count, stack_traces=True)[0])
             return analysis_graph[0]
 
-        results = [self._run_plan(model, plan, graph_for_analysis) for plan in plans]
-        ctx_for = lambda plan, result: F.Context(  # noqa: E731
-            label, plan, result.names, self.sources, where
-        )
-        passing = [(p, r) for p, r in zip(plans, results) if r.ok]
-        if passing:
-            plan, result = passing[0]
-            for failure, condition, squares, names in result.constraints:
-                ctx = F.Context(label, plan, names, self.sources, where)
-                self.findings.append(F.constraint(failure, condition, squares, ctx))
-            return
-        first_plan, first = plans[0], results[0]
+        def ctx_for(plan: InputPlan, result: PlanResult) -> F.Context:
+            return F.Context(label, plan, result.names, self.sources, where, prefix)
+
+        # Candidates are tried in order of plausibility; one that fails on the number of
+        # dimensions (or not on shapes at all) may just be the wrong guess of the input rank.
+        results: list[tuple[InputPlan, PlanResult]] = []
+        for plan in plans:
+            result = self._run_plan(model, plan, graph_for_analysis)
+            results.append((plan, result))
+            if result.ok:
+                for failure, condition, squares, names in result.constraints:
+                    ctx = F.Context(label, plan, names, self.sources, where, prefix)
+                    self.findings.append(F.constraint(failure, condition, squares, ctx))
+                return
+            if result.code is not None and not result.rank_error:
+                record["result"] = "finding"
+                self.findings.append(F.definite(result.code, result.failure, ctx_for(plan, result)))
+                return
+        first_plan, first = results[0]
         same_site = all(
             r.code is not None
             and r.code == first.code
             and r.failure is not None
             and first.failure is not None
-            and (r.failure.module is first.failure.module)
-            and (r.failure.op == first.failure.op)
-            for r in results
+            and r.failure.module is first.failure.module
+            and r.failure.op == first.failure.op
+            for _, r in results
         )
         if first.code is not None and first.failure is not None and same_site:
             record["result"] = "finding"
@@ -239,23 +249,82 @@ class FileChecker:
     def _run_plan(self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any) -> PlanResult:
         result = PlanResult()
         world = World(model, plan, {}, symbolic=False)
-        if run_direct(world) is None:
+        first_error = run_direct(world)
+        if first_error is None:
             result.ok = True
             return result
-        hints = dict(world.hints)
+        sizes = _probed_dims(plan)
+        if sizes and F.shape_like(first_error):
+            # Most models that fail at the first guess were written for one common size.
+            for size in PROBE_SIZES:
+                hints = {**world.hints, **dict.fromkeys(sizes, size)}
+                if run_direct(World(model, plan, hints, symbolic=False)) is None:
+                    result.ok = True
+                    self._harvest(model, plan, hints, graph_for_analysis, result)
+                    return result
+        return self._search(model, plan, dict(world.hints), graph_for_analysis, result)
+
+    def _analyze(self, world: World, graph_for_analysis: Any) -> Failure | None:
+        graph = graph_for_analysis()
+        if graph is not None:
+            return analyze_fx(world, graph, self.user_files)
+        return analyze_hooks(world, self.user_files)
+
+    def _harvest(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        graph_for_analysis: Any,
+        result: PlanResult,
+    ) -> None:
+        """TL606: equalities the passing run relied on that hold for only a few sizes."""
+        world = World(model, plan, hints, symbolic=True)
+        if self._analyze(world, graph_for_analysis) is not None or world.env is None:
+            return
+        symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
+        guards = [g.expr for g in world.env.guards]
+        reported: set[int] = set()
+        for start, end, step in world.steps:
+            for guard in guards[start:end]:
+                if not isinstance(guard, sympy.Eq) or id(step) in reported:
+                    continue
+                if not guard.free_symbols or not guard.free_symbols <= set(world.names):
+                    continue
+                try:
+                    squares = Problem([guard], world.names, symbol_hints).square_solutions()
+                except Unsupported:
+                    continue
+                if 0 < len(squares) <= 8:
+                    reported.add(id(step))
+                    failure = Failure(
+                        RuntimeError(),
+                        module=step.module,
+                        module_name=step.module_name,
+                        op=step.op,
+                        frame=step.frame,
+                    )
+                    result.constraints.append((failure, guard, squares, dict(world.names)))
+
+    def _search(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        graph_for_analysis: Any,
+        result: PlanResult,
+    ) -> PlanResult:
+        """Symbolic analysis: negate the failing guard and look for sizes that satisfy it."""
         flipped: set[Any] = set()
         for _ in range(_MAX_FLIPS):
             world = World(model, plan, hints, symbolic=True)
-            graph = graph_for_analysis()
-            if graph is not None:
-                failure = analyze_fx(world, graph, self.user_files)
-            else:
-                failure = analyze_hooks(world, self.user_files)
+            failure = self._analyze(world, graph_for_analysis)
             result.names = world.names
             if failure is None:
                 result.ok = True
                 return result
             result.failure = failure
+            result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
             guard = _failing_guard(failure, world, flipped)
             if guard is None:
@@ -277,7 +346,10 @@ class FileChecker:
                 return result
             flipped.update({guard, target})
             if code is not None and isinstance(target, sympy.Eq):
-                squares = Problem([target], world.names, symbol_hints).square_solutions()
+                try:
+                    squares = Problem([target], world.names, symbol_hints).square_solutions()
+                except Unsupported:
+                    squares = []
                 if 0 < len(squares) <= 8:
                     result.constraints.append((failure, target, squares, dict(world.names)))
             for symbol, value in solution.items():
@@ -286,15 +358,40 @@ class FileChecker:
         return result
 
 
+#: Sizes tried (for all spatial or length dims at once) when the first guess fails.
+PROBE_SIZES = (32, 28, 224, 64)
+
+
+def _probed_dims(plan: InputPlan) -> list[str]:
+    names = {d.name for spec in plan.specs for d in spec.dims if d.name}
+    return sorted(n for n in names if n[:1] in "HWDTL")
+
+
 def _failing_guard(failure: Failure, world: World, flipped: set[Any]) -> Any:
-    """The last guard the failing step recorded that is about the input sizes."""
+    """The guard of the failing step that decided the failure, if it is about input sizes.
+
+    A failed size check leaves a `Ne` or an inequality. A guard comparing a size with one of
+    the failing layer's own sizes (`Ne(..., 6272)` for a Linear(6272, ...)) is preferred;
+    size-0/1 special cases (broadcasting, empty tensors) and equalities (branches taken,
+    specializations) are never the reason.
+    """
     symbols = set(world.names)
+    sizes = F.layer_sizes(failure.module)
+    fallback = None
     for guard in reversed(failure.guards):
         free = getattr(guard, "free_symbols", set())
         if guard in flipped or not free or not free <= symbols:
             continue
-        return guard
-    return None
+        if isinstance(guard, sympy.Eq):
+            continue  # a branch taken because sizes were equal (or a specialization)
+        constants = {int(a) for a in getattr(guard, "args", ()) if isinstance(a, sympy.Integer)}
+        if constants & sizes:
+            return guard
+        if isinstance(guard, (sympy.Eq, sympy.Ne)) and constants & {0, 1}:
+            continue
+        if fallback is None:
+            fallback = guard
+    return fallback
 
 
 def _path_guards(world: World, failure: Failure, flipped: set[Any]) -> list[Any]:

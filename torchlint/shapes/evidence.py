@@ -404,7 +404,7 @@ def _docstring_size(node: ast.ClassDef, path: str) -> Evidence | None:
                     "kind": "image",
                     "shape": [None, h, w],
                     "where": f"{path}:{node.lineno}",
-                    "label": f"the {h}x{w} input size in the docstring",
+                    "label": "docstring",
                 }
     return None
 

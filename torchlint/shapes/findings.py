@@ -11,7 +11,7 @@ import sympy
 import torch
 from torch import nn
 
-from torchlint.shapes.build import site_of
+from torchlint.shapes.build import Site, site_chain, site_of
 from torchlint.shapes.inputs import InputPlan
 from torchlint.shapes.messages import (
     argument_text,
@@ -19,6 +19,7 @@ from torchlint.shapes.messages import (
     char_column,
     first_code_column,
     is_symbolic,
+    literal_call,
     op_column,
     short_call,
     show,
@@ -56,15 +57,32 @@ _SPATIAL_PRODUCERS = (
     nn.AvgPool1d,
     nn.AvgPool2d,
     nn.AvgPool3d,
-    nn.AdaptiveAvgPool2d,
-    nn.AdaptiveMaxPool2d,
     nn.AdaptiveAvgPool1d,
+    nn.AdaptiveAvgPool2d,
     nn.AdaptiveAvgPool3d,
+    nn.AdaptiveMaxPool1d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveMaxPool3d,
     nn.BatchNorm2d,
     nn.BatchNorm3d,
+    nn.Upsample,
 )
 _SPATIAL_OPS = frozenset(
-    {"max_pool2d", "avg_pool2d", "conv2d", "adaptive_avg_pool2d", "max_pool1d", "conv1d"}
+    {
+        "max_pool1d",
+        "max_pool2d",
+        "max_pool3d",
+        "avg_pool1d",
+        "avg_pool2d",
+        "avg_pool3d",
+        "adaptive_avg_pool1d",
+        "adaptive_avg_pool2d",
+        "adaptive_max_pool2d",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "interpolate",
+    }
 )
 _SHAPE_WORDS = re.compile(
     r"shape|size|dimension|\bdims?\b|channels|mat1|mat2|must match|expected input|"
@@ -80,6 +98,42 @@ _NOT_SHAPE = re.compile(
 )
 _DTYPE = re.compile(r"dtype|scalar type|Long, Int|indices", re.IGNORECASE)
 _TORCH_DIR = os.path.dirname(torch.__file__)
+_RANK = re.compile(
+    r"out of range|expected \d+-?d|\d+d \(unbatched\)|unbatched|dimensions?, (?:but )?got|"
+    r"number of dims|too many indices|must have \d+ dim|values to unpack|"
+    r"same number of dimensions|should be \d+-?d|dim(?:ension)?s? (?:to be|of) \d",
+    re.IGNORECASE,
+)
+#: Attributes that hold the sizes a layer checks its input against.
+SIZE_ATTRIBUTES = (
+    "in_features",
+    "in1_features",
+    "in_channels",
+    "num_features",
+    "num_channels",
+    "num_groups",
+    "input_size",
+    "embed_dim",
+)
+
+
+def rank_error(exc: BaseException) -> bool:
+    """An error about the number of dimensions (the input's rank may have been guessed)."""
+    return bool(_RANK.search(str(exc)))
+
+
+def layer_sizes(module: nn.Module | None) -> set[int]:
+    sizes: set[int] = set()
+    if module is None:
+        return sizes
+    for attr in SIZE_ATTRIBUTES:
+        value = getattr(module, attr, None)
+        if isinstance(value, int):
+            sizes.add(value)
+    shape = getattr(module, "normalized_shape", None)
+    if isinstance(shape, tuple):
+        sizes.update(s for s in shape if isinstance(s, int))
+    return sizes
 
 
 @dataclass
@@ -91,6 +145,12 @@ class Context:
     names: dict[sympy.Symbol, str]
     sources: dict[str, str]  #: abspath -> text of every linted file
     fallback: tuple[str, int]  #: (path, line) of the model's class
+    prefix: str = ""  #: a module-level model's name, put before its layers' names
+
+    def qual(self, name: str | None) -> str | None:
+        if name is None or not self.prefix:
+            return name
+        return f"{self.prefix}.{name}"
 
 
 def raised_by_torch(exc: BaseException, user_files: set[str]) -> bool:
@@ -104,6 +164,14 @@ def raised_by_torch(exc: BaseException, user_files: set[str]) -> bool:
         return last is None
     here = os.path.dirname(os.path.abspath(__file__))
     return last.startswith(_TORCH_DIR) or last.startswith(here)
+
+
+def shape_like(exc: BaseException) -> bool:
+    """A cheap first look at an error: could it be about shapes at all?"""
+    text = str(exc)
+    return (bool(_SHAPE_WORDS.search(text)) and not _NOT_SHAPE.search(text)) or bool(
+        _DTYPE.search(text) and "indices" in text
+    )
 
 
 def classify(failure: Failure, user_files: set[str]) -> str | None:
@@ -157,11 +225,25 @@ def flatten_fits(failure: Failure) -> bool:
 # -- locations -----------------------------------------------------------------------------
 
 
+def _layer_site(module: nn.Module, ctx: Context) -> Site | None:
+    """The creation call to report: the innermost one whose arguments are all literals.
+
+    A layer built from variables (`nn.Linear(in_features, out_features)` in a block) is
+    reported where those values are given (`Block(64, 32)`), when that call is literal.
+    """
+    chain = [s for s in site_chain(module) if s.path in ctx.sources]
+    for site in chain:
+        text = span_text(ctx.sources[site.path], site.line, site.end_line, site.col, site.end_col)
+        if literal_call(text):
+            return site
+    return chain[0] if chain else None
+
+
 def _location(failure: Failure, ctx: Context, prefer_layer: bool) -> tuple[str, int, int, int, int]:
     """(path, line, col, end_line, end_col), 1-based character columns."""
     if prefer_layer and failure.module is not None:
-        site = site_of(failure.module)
-        if site is not None and site.path in ctx.sources:
+        site = _layer_site(failure.module, ctx)
+        if site is not None:
             source = ctx.sources[site.path]
             col = char_column(source, site.line, site.col) + 1
             end_col = char_column(source, site.end_line, site.end_col) + 1
@@ -196,33 +278,42 @@ def layer_head(module: nn.Module, name: str | None, ctx: Context) -> str:
         attr = assigned_name(source, site.line, site.col)
         if text:
             if attr and (name is None or name.rsplit(".", 1)[-1] == attr):
-                return f"{attr} = {text}"
+                return f"{name or attr} = {text}"
             return f"{text} ({name})" if name else text
     described = f"nn.{type(module).__name__}({module.extra_repr()})"
     return f"{name} ({short_call(described)})" if name else short_call(described)
 
 
-def short_name(failure: Failure) -> str:
+def short_name(failure: Failure, ctx: Context) -> str:
     if failure.module_name:
-        return failure.module_name
+        return ctx.qual(failure.module_name) or failure.module_name
     return failure.op or "the model"
 
 
-def _argument(failure: Failure, ctx: Context) -> str:
+def _argument(failure: Failure, ctx: Context) -> str | None:
     if failure.frame is None or failure.frame[0] not in ctx.sources:
-        return "the input"
+        return None
     attr = (failure.module_name or "").rsplit(".", 1)[-1] or None
-    text = argument_text(ctx.sources[failure.frame[0]], failure.frame[1], attr)
-    return text or "the input"
+    return argument_text(ctx.sources[failure.frame[0]], failure.frame[1], attr)
 
 
-def _producer_phrase(failure: Failure, got: str) -> str:
+def _producer_phrase(failure: Failure, got: str, ctx: Context) -> str:
     producer = failure.producer
+    if failure.producer_module is not None:
+        producer = ctx.qual(producer)
     if producer is None:
         return f"it receives {got}"
     if producer == "input":
         return f"the input has {got}"
     return f"{producer} produces {got}"
+
+
+def _producer_name(failure: Failure, ctx: Context) -> str:
+    if failure.producer is None:
+        return "the previous layer"
+    if failure.producer_module is not None:
+        return ctx.qual(failure.producer) or failure.producer
+    return failure.producer
 
 
 def _evidence(ctx: Context) -> str:
@@ -233,7 +324,11 @@ def _seen(failure: Failure, ctx: Context) -> str:
     where = _where(failure)
     shape = show_shape(failure.inputs[0] if failure.inputs else None, ctx.names)
     arg = _argument(failure, ctx)
-    return f" ({arg} is {shape} at {where})" if where else f" ({arg} is {shape})"
+    if not where:
+        return f" (its input is {shape})"
+    if arg is None:
+        return f" (its input is {shape}, {where})"
+    return f" ({arg} is {shape} at {where})"
 
 
 def definite(code: str, failure: Failure, ctx: Context) -> Finding:
@@ -243,17 +338,17 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
     shape = failure.inputs[0] if failure.inputs else None
     evidence = _evidence(ctx)
     if code in ("TL601", "TL602", "TL603", "TL604") and module is not None:
-        head = layer_head(module, failure.module_name, ctx)
+        head = layer_head(module, ctx.qual(failure.module_name), ctx)
         if code == "TL602":
             assert shape is not None
             arg = _argument(failure, ctx)
-            fix = f"torch.flatten({arg if arg != 'the input' else 'x'}, 1)"
+            fix = f"torch.flatten({arg or 'x'}, 1)"
             if failure.module_name and "." in failure.module_name:
                 fix = "nn.Flatten()"
             where = _where(failure)
             message = (
                 f"{head} receives a {len(shape)}-D tensor {show_shape(shape, names)} from "
-                f"{failure.producer or 'the previous layer'}{evidence}; add {fix} before it"
+                f"{_producer_name(failure, ctx)}{evidence}; add {fix} before it"
                 + (f" (forward, {where})" if where else "")
             )
         elif code == "TL601":
@@ -266,16 +361,17 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             )
             message = (
                 f"{head} expects {module.in_features} input features, but "
-                f"{_producer_phrase(failure, show(got, names))}{evidence}{never}"
+                f"{_producer_phrase(failure, show(got, names), ctx)}{evidence}{never}"
                 f"{_seen(failure, ctx)}"
             )
         elif code == "TL603":
             assert shape is not None
             channels = shape[1] if len(shape) > 1 else shape[0]
             expected = module.in_channels  # type: ignore[union-attr]
+            got = _producer_phrase(failure, show(channels, names), ctx)
             message = (
-                f"{head} expects {expected} input channels, but "
-                f"{_producer_phrase(failure, show(channels, names))}{evidence}{_seen(failure, ctx)}"
+                f"{head} expects {expected} input channels, but {got}{evidence}"
+                f"{_seen(failure, ctx)}"
             )
         else:
             message = _norm_message(head, module, failure, ctx) + evidence + _seen(failure, ctx)
@@ -295,11 +391,11 @@ def _norm_message(head: str, module: nn.Module, failure: Failure, ctx: Context) 
         channels = show(shape[1], names) if shape and len(shape) > 1 else "?"
         return (
             f"{head} expects {module.num_channels} channels in {module.num_groups} groups, "
-            f"but {_producer_phrase(failure, channels)}"
+            f"but {_producer_phrase(failure, channels, ctx)}"
         )
     channels = show(shape[1], names) if shape and len(shape) > 1 else "?"
     expected = getattr(module, "num_features", "?")
-    return f"{head} expects {expected} channels, but {_producer_phrase(failure, channels)}"
+    return f"{head} expects {expected} channels, but {_producer_phrase(failure, channels, ctx)}"
 
 
 def _op_message(failure: Failure, ctx: Context) -> str:
@@ -307,7 +403,7 @@ def _op_message(failure: Failure, ctx: Context) -> str:
     shapes = [show_shape(s, names) for s in failure.inputs if s is not None]
     module = failure.module
     if module is not None:
-        head = layer_head(module, failure.module_name, ctx)
+        head = layer_head(module, ctx.qual(failure.module_name), ctx)
         shape = failure.inputs[0] if failure.inputs else None
         if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
             dtype = str(failure.dtypes[0]).replace("torch.", "") if failure.dtypes else "float"
@@ -325,7 +421,10 @@ def _op_message(failure: Failure, ctx: Context) -> str:
     op = failure.op or "this op"
     joined = " and ".join(shapes) if shapes else "its inputs"
     if op in ("cat", "concat", "concatenate", "stack", "hstack", "vstack"):
-        return f"torch.{op} cannot join tensors of shapes {joined}: sizes differ outside the joined dim"
+        return (
+            f"torch.{op} cannot join tensors of shapes {joined}: "
+            "sizes differ outside the joined dim"
+        )
     if op in ("view", "reshape", "unflatten", "view_as", "reshape_as"):
         return f".{op}() cannot reshape a tensor of shape {joined} to the requested size"
     if op in ("mm", "bmm", "matmul", "linear", "einsum", "baddbmm", "addmm"):
@@ -354,7 +453,7 @@ def constraint(failure: Failure, condition: Any, squares: list[int], ctx: Contex
     """TL606: the model works only for some input sizes."""
 
     module = failure.module
-    name = short_name(failure)
+    name = short_name(failure, ctx)
     if isinstance(module, nn.Linear):
         what = f"{name} expects {module.in_features} features"
     elif isinstance(module, _CONVS):

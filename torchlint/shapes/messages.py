@@ -132,6 +132,30 @@ def assigned_name(source: str, line: int, col: int) -> str | None:
     return None
 
 
+def literal_call(text: str) -> bool:
+    """Whether a call's arguments are all literals (`nn.Linear(32 * 7 * 7, 10)`)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return False
+    if not isinstance(node, ast.Call) or not (node.args or node.keywords):
+        return False
+    values = [*node.args, *(k.value for k in node.keywords)]
+    return all(_literal_value(v) for v in values)
+
+
+def _literal_value(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _literal_value(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _literal_value(node.left) and _literal_value(node.right)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_literal_value(e) for e in node.elts)
+    return False
+
+
 def short_call(text: str, limit: int = 48) -> str:
     if len(text) <= limit:
         return text
@@ -140,25 +164,22 @@ def short_call(text: str, limit: int = 48) -> str:
 
 
 def argument_text(source: str, line: int, attr: str | None) -> str | None:
-    """The first argument of the call on `line` (of `self.<attr>(...)` when given)."""
+    """The first argument of `self.<attr>(...)` on `line`, when it is a plain name."""
     tree = _tree(source)
-    if tree is None:
+    if tree is None or attr is None:
         return None
-    best = None
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or node.lineno != line or not node.args:
             continue
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        arg = node.args[0]
-        if not isinstance(arg, (ast.Name, ast.Attribute)):
+        if name != attr:
             continue
-        text = ast.unparse(arg)
-        if attr is not None and name == attr:
-            return text
-        if best is None:
-            best = text
-    return best
+        arg = node.args[0]
+        if isinstance(arg, (ast.Name, ast.Attribute)):
+            return ast.unparse(arg)
+        return None
+    return None
 
 
 def op_column(source: str, line: int, op: str | None) -> int | None:
@@ -170,7 +191,7 @@ def op_column(source: str, line: int, op: str | None) -> int | None:
     binary = {
         "add": ast.Add,
         "sub": ast.Sub,
-        "mul": ast.Mul,
+        "mul": ast.Mult,
         "truediv": ast.Div,
         "matmul": ast.MatMult,
     }

@@ -13,8 +13,10 @@ fake copies of the model's parameters, and the inputs. Three ways to run in it:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
+import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,10 +65,24 @@ class Failure:
     guards: list[Any] = field(default_factory=list)  #: guards recorded by the failing step
 
 
+@dataclass
+class Step:
+    """An op or layer of the forward pass that recorded guards (used to place TL606)."""
+
+    module: nn.Module | None = None
+    module_name: str | None = None
+    op: str | None = None
+    frame: tuple[str, int, int] | None = None
+
+
 def shape_of(value: Any) -> Shape | None:
     if not isinstance(value, torch.Tensor):
         return None
-    return tuple(d.node.expr if isinstance(d, torch.SymInt) else int(d) for d in value.shape)
+    # `_expr` is the size as computed, before later guards specialized it to a number.
+    return tuple(
+        getattr(d.node, "_expr", d.node.expr) if isinstance(d, torch.SymInt) else int(d)
+        for d in value.shape
+    )
 
 
 def fakeify(root: nn.Module, mode: FakeTensorMode) -> None:
@@ -95,6 +111,49 @@ def fakeify(root: nn.Module, mode: FakeTensorMode) -> None:
                 setattr(module, name, fake(value))
 
 
+def _unary_ops() -> tuple[frozenset[Any], frozenset[Any]]:
+    import torch.nn.functional as F
+
+    names = ("relu", "relu6", "gelu", "silu", "elu", "selu", "leaky_relu", "hardswish", "mish")
+    same = {getattr(F, n) for n in names}
+    same |= {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.softplus, F.hardsigmoid}
+    same |= {torch.relu, torch.sigmoid, torch.tanh, torch.nn.functional.tanh}
+    same |= {torch.Tensor.relu, torch.Tensor.sigmoid, torch.Tensor.tanh}
+    inplace = {F.relu_, torch.relu_, torch.Tensor.relu_, F.leaky_relu_, F.elu_}
+    return frozenset(same), frozenset(inplace)
+
+
+_SAME_SHAPE, _INPLACE = _unary_ops()
+
+
+def fast_unary(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Shape-preserving activations on float tensors, answered without running them.
+
+    With symbolic sizes, torch evaluates each elementwise op through its Python reference
+    implementation with many guards; an activation's output is just a tensor like its input.
+    """
+    if not args or not isinstance(args[0], torch.Tensor) or not args[0].is_floating_point():
+        return None
+    if func in _SAME_SHAPE:
+        if any(isinstance(a, torch.Tensor) for a in args[1:]):
+            return None
+        if kwargs.get("inplace") or (func.__name__.startswith("dropout") and args[3:4] == (True,)):
+            return args[0]
+        return args[0].new_empty(args[0].shape)
+    if func in _INPLACE:
+        return args[0]
+    return None
+
+
+class _FastOps(TorchFunctionMode):
+    def __torch_function__(
+        self, func: Any, types_: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = fast_unary(func, args, kwargs)
+        return func(*args, **kwargs) if out is None else out
+
+
 class World:
     """One run's fake-tensor setting."""
 
@@ -109,6 +168,11 @@ class World:
         self.plan = plan
         self.env = ShapeEnv(duck_shape=False) if symbolic else None
         self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=True)
+        if symbolic:
+            # Each op runs once per world; caching symbolic results only costs time.
+            self.mode.cache_enabled = False
+        #: Where guards were recorded: (first index, end index, the step that recorded them).
+        self.steps: list[tuple[int, int, Step]] = []
         fakeify(model, self.mode)
         #: Symbol -> display name ("H"), for the free sizes of the inputs.
         self.names: dict[sympy.Symbol, str] = {}
@@ -162,27 +226,39 @@ class _NodeFailed(Exception):
 
 
 class _Interpreter(fx.Interpreter):
-    def __init__(self, module: fx.GraphModule, world: World) -> None:
+    def __init__(self, module: fx.GraphModule, world: World, user_files: set[str]) -> None:
         super().__init__(module, garbage_collect_values=False)
         self.extra_traceback = False
         self.world = world
+        self.user_files = user_files
 
     def run_node(self, n: fx.Node) -> Any:
         mark = self.world.guard_count()
         try:
-            return super().run_node(n)
+            result = super().run_node(n)
         except _NodeFailed:
             raise
         except Exception as exc:
             raise _NodeFailed(n, exc, mark) from exc
+        end = self.world.guard_count()
+        if end > mark:
+            step = Step(frame=_frame_from_stack_trace(n.stack_trace or "", self.user_files))
+            if n.op == "call_module":
+                step.module = self.module.get_submodule(str(n.target))
+                step.module_name = _strip_entry(str(n.target))
+            else:
+                step.op = op_name(n.target)
+            self.world.steps.append((mark, end, step))
+        return result
 
 
 def analyze_fx(world: World, graph: fx.Graph, user_files: set[str]) -> Failure | None:
     entry = entry_module(world.model, len(world.inputs))
     module = fx.GraphModule(entry, graph)
-    interpreter = _Interpreter(module, world)
+    interpreter = _Interpreter(module, world, user_files)
+    fast = _FastOps() if world.env is not None else contextlib.nullcontext()
     try:
-        with world.mode, torch.no_grad():
+        with world.mode, torch.no_grad(), fast:
             interpreter.run(*world.inputs)
     except _NodeFailed as failed:
         return _fx_failure(failed, interpreter, module, world, user_files)
@@ -277,10 +353,20 @@ class _Running:
 class _OpTracker(TorchFunctionMode):
     """Notes the failing op and where each tensor came from."""
 
-    def __init__(self, world: World, provenance: dict[int, Any]) -> None:
+    def __init__(
+        self,
+        world: World,
+        provenance: dict[int, Any],
+        running: list[_Running],
+        names: dict[nn.Module, str],
+        user_files: set[str],
+    ) -> None:
         super().__init__()
         self.world = world
         self.provenance = provenance
+        self.running = running
+        self.names = names
+        self.user_files = user_files
 
     def __torch_function__(
         self, func: Any, types_: Any, args: tuple = (), kwargs: dict | None = None
@@ -288,7 +374,9 @@ class _OpTracker(TorchFunctionMode):
         kwargs = kwargs or {}
         mark = self.world.guard_count()
         try:
-            out = func(*args, **kwargs)
+            out = fast_unary(func, args, kwargs) if self.world.env is not None else None
+            if out is None:
+                out = func(*args, **kwargs)
         except Exception as exc:
             if not hasattr(exc, "_torchlint_op"):
                 tensors = _tensors(args)
@@ -301,6 +389,9 @@ class _OpTracker(TorchFunctionMode):
                     self.provenance.get(id(first)) if first is not None else None,
                 )
             raise
+        end = self.world.guard_count()
+        if end > mark:
+            self._record_step(func, mark, end)
         if isinstance(out, torch.Tensor):
             name = op_name(func)
             tensors = _tensors(args)
@@ -309,6 +400,27 @@ class _OpTracker(TorchFunctionMode):
             elif name not in ("get", "size", "dim"):
                 self.provenance[id(out)] = (name, None, out)
         return out
+
+    def _record_step(self, func: Any, mark: int, end: int) -> None:
+        top = self.running[-1].module if self.running else None
+        step = Step(frame=_current_user_frame(self.user_files))
+        if top is not None and _is_builtin_layer(top):
+            step.module, step.module_name = top, self.names.get(top)
+        else:
+            step.op = op_name(func)
+        self.world.steps.append((mark, end, step))
+
+
+def _current_user_frame(user_files: set[str]) -> tuple[str, int, int] | None:
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename in user_files:
+            positions = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+            col = positions[2] if positions and positions[2] is not None else -1
+            return (code.co_filename, frame.f_lineno, col)
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
 
 
 def _tensors(args: Any) -> list[torch.Tensor]:
@@ -364,7 +476,8 @@ def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
         register_module_forward_hook(post_hook),
     ]
     try:
-        with world.mode, torch.no_grad(), _OpTracker(world, provenance):
+        tracker = _OpTracker(world, provenance, running, names, user_files)
+        with world.mode, torch.no_grad(), tracker:
             model(*world.inputs)
     except Exception as exc:
         return _hooks_failure(exc, running, names, world, user_files)

@@ -18,6 +18,8 @@ from torch.utils._sympy import functions as tf
 
 BOUND = 4096
 _SPATIAL = ("H", "W", "D")
+#: Spatial sizes below this are not real inputs (a 1x1 image would "fix" any conv net).
+MIN_SPATIAL = 4
 
 Values = dict[sympy.Symbol, torch.Tensor]
 Compiled = Callable[[Values], torch.Tensor]
@@ -129,7 +131,7 @@ class Problem:
         spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
         if not spatial:
             return []
-        t = torch.arange(1, BOUND + 1, dtype=torch.int64)
+        t = torch.arange(MIN_SPATIAL, BOUND + 1, dtype=torch.int64)
         ok = self._eval({s: t for s in spatial})
         ok = ok.expand_as(t) if ok.dim() == 0 else ok
         return (t[ok]).tolist()
@@ -145,8 +147,8 @@ class Problem:
             best = min(squares, key=lambda v: (abs(v - max(self.hints.values(), default=v)), v))
             spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
             return {s: (best if s in spatial else self.hints.get(s, 1)) for s in self.symbols}
-        t = torch.arange(1, BOUND + 1, dtype=torch.int64)
         for symbol in self.symbols:
+            t = self._domain(symbol)
             ok = self._eval({symbol: t})
             ok = ok.expand_as(t) if ok.dim() == 0 else ok
             if bool(ok.any()):
@@ -156,24 +158,31 @@ class Problem:
                 return {s: (best if s == symbol else self.hints.get(s, 1)) for s in self.symbols}
         if len(self.symbols) == 2:
             a, b = self.symbols
-            for start in range(1, BOUND + 1, 256):
-                rows = torch.arange(start, min(start + 256, BOUND + 1), dtype=torch.int64)
-                grid_a = rows[:, None].expand(-1, BOUND)
-                grid_b = t[None, :].expand(len(rows), -1)
+            columns = self._domain(b)
+            for rows in self._domain(a).split(256):
+                grid_a = rows[:, None].expand(-1, len(columns))
+                grid_b = columns[None, :].expand(len(rows), -1)
                 ok = self._eval({a: grid_a, b: grid_b})
                 if bool(ok.any()):
                     i, j = (int(x) for x in ok.nonzero()[0])
-                    return {a: int(rows[i]), b: int(t[j])}
+                    return {a: int(rows[i]), b: int(columns[j])}
             return None
         generator = torch.Generator().manual_seed(0)
         samples = {
-            s: torch.randint(1, BOUND + 1, (200_000,), generator=generator) for s in self.symbols
+            s: torch.randint(self._low(s), BOUND + 1, (200_000,), generator=generator)
+            for s in self.symbols
         }
         ok = self._eval(samples)
         if ok.dim() and bool(ok.any()):
             i = int(ok.nonzero()[0][0])
             return {s: int(samples[s][i]) for s in self.symbols}
         return None
+
+    def _low(self, symbol: sympy.Symbol) -> int:
+        return MIN_SPATIAL if self.names.get(symbol, "")[:1] in (*_SPATIAL, "T") else 1
+
+    def _domain(self, symbol: sympy.Symbol) -> torch.Tensor:
+        return torch.arange(self._low(symbol), BOUND + 1, dtype=torch.int64)
 
 
 def _conjunction(parts: list[Compiled]) -> Compiled:

@@ -1,0 +1,135 @@
+"""Shape checks (TL601-TL606, TL690) on the fixtures, through the worker process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="shape checks (TL6xx) need torch installed")
+
+from tests.fixture_expectations import expected_pairs
+from torchlint.shapes import check_files
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+SINGLE = sorted(FIXTURES.glob("TL6*.py")) + sorted((FIXTURES / "shapes").glob("*.py"))
+PROJECTS = sorted(p for p in (FIXTURES / "shapes").iterdir() if p.is_dir())
+
+
+def _files(paths: list[Path]) -> list[tuple[str, str]]:
+    return [(str(p), p.read_text(encoding="utf-8")) for p in paths]
+
+
+@pytest.fixture(scope="module")
+def single_results() -> dict[str, list]:
+    """All single-file fixtures in one run (one worker start)."""
+    return check_files(_files(SINGLE))
+
+
+@pytest.mark.parametrize("path", SINGLE, ids=lambda p: p.stem)
+def test_single_file_fixture(path: Path, single_results: dict[str, list]) -> None:
+    diagnostics = single_results.get(str(path), [])
+    found = {(d.line, d.code) for d in diagnostics}
+    assert found == expected_pairs(path), "\n".join(
+        f"{d.line}:{d.column} {d.code} {d.message}" for d in diagnostics
+    )
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_multi_file_fixture(project: Path) -> None:
+    paths = sorted(project.rglob("*.py"))
+    results = check_files(_files(paths))
+    for path in paths:
+        diagnostics = results.get(str(path), [])
+        found = {(d.line, d.code) for d in diagnostics}
+        assert found == expected_pairs(path), f"{path.name}:\n" + "\n".join(
+            f"{d.line}:{d.column} {d.code} {d.message}" for d in diagnostics
+        )
+
+
+def test_messages_name_layer_producer_and_line(single_results: dict[str, list]) -> None:
+    by_code = {(Path(d.path).name, d.line): d for items in single_results.values() for d in items}
+    tl601 = by_code[("TL601.py", 13)]
+    assert tl601.message == (
+        "fc2 = nn.Linear(30, 10) expects 30 input features, but fc1 produces 20 "
+        "(x is [N, 20] at TL601.py:17)"
+    )
+    assert tl601.column == 20
+    assert tl601.name == "linear-in-features-mismatch"
+    tl602 = by_code[("TL602.py", 13)]
+    assert tl602.message == (
+        "fc1 = nn.Linear(6272, 128) receives a 4-D tensor [N, 32, H/2, W/2] from pool; "
+        "add torch.flatten(x, 1) before it (forward, TL602.py:19)"
+    )
+
+
+def test_no_code_of_the_user_script_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    source = f"""
+import torch
+import torch.nn as nn
+
+open({str(marker / "top")!r}, "w").write("ran")
+
+
+def train():
+    open({str(marker / "function")!r}, "w").write("ran")
+
+
+class Net(nn.Module):
+    open({str(marker / "class-body")!r}, "w").write("ran")
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 4)
+        self.fc2 = nn.Linear(5, 2)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+
+
+CONFIG = dict(path=open({str(marker / "assignment")!r}, "w"))
+
+if __name__ == "__main__":
+    open({str(marker / "main")!r}, "w").write("ran")
+    train()
+"""
+    marker.mkdir()
+    path = tmp_path / "script.py"
+    path.write_text(source)
+    results = check_files([(str(path), source)])
+    assert list(marker.iterdir()) == []
+    assert [d.code for d in results[str(path)]] == ["TL601"]
+
+
+def test_timeout_becomes_tl690(tmp_path: Path) -> None:
+    source = """
+import torch.nn as nn
+
+
+class Slow(nn.Module):
+    def __init__(self):
+        super().__init__()
+        while True:
+            pass
+
+    def forward(self, x):
+        return x
+"""
+    path = tmp_path / "slow.py"
+    results = check_files([(str(path), source)], timeout=1.0)
+    [diagnostic] = results[str(path)]
+    assert diagnostic.code == "TL690"
+    assert "timed out" in diagnostic.message
+
+
+def test_package_import_does_not_import_torch() -> None:
+    code = "import sys, torchlint.shapes; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_files_without_modules_start_no_worker() -> None:
+    assert check_files([("plain.py", "import torch\nx = torch.zeros(3)\n")]) == {}
