@@ -198,11 +198,11 @@ async def test_diagnostics_on_open_have_code_range_and_docs_link(
     client: LanguageClient, workspace: Path
 ) -> None:
     doc = Doc(client, workspace / "open.py", BUGGY)
-    found = await doc.diagnostics(lambda ds: "TL990" in codes(ds))
-    (d,) = [d for d in found if d.code == "TL990"]
+    found = await doc.diagnostics(lambda ds: "TL9901" in codes(ds))
+    (d,) = [d for d in found if d.code == "TL9901"]
     assert d.source == "torchlint"
     assert d.severity == types.DiagnosticSeverity.Error
-    assert d.code_description is not None and d.code_description.href == docs_url("TL990")
+    assert d.code_description is not None and d.code_description.href == docs_url("TL9901")
     line = BUGGY.splitlines()[5]
     column = line.index("F.softmax")
     assert d.range == types.Range(
@@ -217,7 +217,7 @@ async def test_ranges_count_in_the_negotiated_encoding(
     # A non-ASCII prefix shifts columns differently in UTF-8, UTF-16 and UTF-32.
     source = "import torch\nimport torch.nn.functional as F\nx = ('🔥é', F.softmax(t))\n"
     doc = Doc(client, workspace / "unicode.py", source)
-    (d,) = await doc.diagnostics(lambda ds: "TL990" in codes(ds))
+    (d,) = await doc.diagnostics(lambda ds: "TL9901" in codes(ds))
     prefix = source.splitlines()[2].split("F.softmax")[0]
     start = utf_units(prefix, doc.encoding)
     assert d.range.start == types.Position(2, start)
@@ -229,13 +229,13 @@ async def test_edits_update_diagnostics_and_close_clears_them(
     client: LanguageClient, workspace: Path
 ) -> None:
     doc = Doc(client, workspace / "edit.py", BUGGY)
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     doc.replace(BUGGY.replace("probs = F.softmax", "probs = F.softmax(logits, 1) + F.softmax"))
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990", "TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901", "TL9901"])
     doc.replace(BUGGY.replace("F.softmax", "F.log_softmax"))
     await doc.diagnostics(lambda ds: ds == [])
     doc.replace(BUGGY)
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     doc.close()
     await doc.diagnostics(lambda ds: ds == [])
 
@@ -249,7 +249,7 @@ async def test_unsaved_buffers_without_a_file(client: LanguageClient) -> None:
             )
         )
     )
-    await wait_for(lambda: "TL990" in codes(list(client.diagnostics.get(uri, []))))
+    await wait_for(lambda: "TL9901" in codes(list(client.diagnostics.get(uri, []))))
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
@@ -270,7 +270,7 @@ async def test_syntax_error_is_reported_and_the_server_keeps_serving(
         doc.replace(f"import torch\n{garbage}")
         await asyncio.sleep(0.05)
     doc.replace(BUGGY)
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     doc.close()
 
 
@@ -278,11 +278,11 @@ async def test_rule_crash_is_logged_and_other_rules_still_report(
     client: LanguageClient, workspace: Path
 ) -> None:
     doc = Doc(client, workspace / "crash.py", BUGGY + "boom()\n")
-    found = await doc.diagnostics(lambda ds: "TL990" in codes(ds))
-    assert codes(found) == ["TL990"]  # the crash is logged, not shown as a finding
+    found = await doc.diagnostics(lambda ds: "TL9901" in codes(ds))
+    assert codes(found) == ["TL9901"]  # the crash is logged, not shown as a finding
 
-    await wait_for(lambda: any("TL991" in m.message for m in client.log_messages))
-    message = next(m for m in client.log_messages if "TL991" in m.message)
+    await wait_for(lambda: any("TL9902" in m.message for m in client.log_messages))
+    message = next(m for m in client.log_messages if "TL9902" in m.message)
     assert message.type == types.MessageType.Error
     assert "fake rule failure" in message.message
     doc.close()
@@ -292,21 +292,21 @@ async def test_disable_for_this_line_adds_then_extends_noqa(
     client: LanguageClient, workspace: Path
 ) -> None:
     doc = Doc(client, workspace / "noqa.py", BUGGY)
-    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     actions = await doc.actions(d)
     titles = [a.title for a in actions]
-    assert "Disable TL990 for this line" in titles
-    disable = next(a for a in actions if a.title == "Disable TL990 for this line")
+    assert "Disable TL9901 for this line" in titles
+    disable = next(a for a in actions if a.title == "Disable TL9901 for this line")
     assert disable.kind == types.CodeActionKind.QuickFix
     doc.apply(edits_of(disable))
-    assert doc.text.splitlines()[5].endswith("comment  # noqa: TL990")
+    assert doc.text.splitlines()[5].endswith("comment  # noqa: TL9901")
     await doc.diagnostics(lambda ds: ds == [])
     # An existing noqa list is extended rather than duplicated.
     doc.replace(BUGGY.replace("comment\n", "comment  # noqa: TL101\n"))
-    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     disable = next(a for a in await doc.actions(d) if a.title.startswith("Disable"))
     doc.apply(edits_of(disable))
-    assert doc.text.splitlines()[5].endswith("# noqa: TL101, TL990")
+    assert doc.text.splitlines()[5].endswith("# noqa: TL101, TL9901")
     await doc.diagnostics(lambda ds: ds == [])
     doc.close()
 
@@ -314,15 +314,15 @@ async def test_disable_for_this_line_adds_then_extends_noqa(
 async def test_fix_action_and_fix_all(client: LanguageClient, workspace: Path) -> None:
     source = BUGGY.replace("return probs.sum()", "return F.softmax(probs, 0).sum()")
     doc = Doc(client, workspace / "fix.py", source)
-    found = await doc.diagnostics(lambda ds: codes(ds) == ["TL990", "TL990"])
+    found = await doc.diagnostics(lambda ds: codes(ds) == ["TL9901", "TL9901"])
     fix = next(a for a in await doc.actions(found[0]) if a.title.startswith("Fix: "))
     assert fix.title == "Fix: use F.log_softmax"
     assert fix.is_preferred
     doc.apply(edits_of(fix))
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
 
     doc.replace(source)
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990", "TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901", "TL9901"])
     result = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=doc.uri),
@@ -345,8 +345,8 @@ async def test_fix_action_and_fix_all(client: LanguageClient, workspace: Path) -
 
 
 async def test_hover_shows_rule_documentation(client: LanguageClient, workspace: Path) -> None:
-    doc = Doc(client, workspace / "hover.py", BUGGY + "x = 1  # noqa: TL000, TL990\n")
-    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    doc = Doc(client, workspace / "hover.py", BUGGY + "x = 1  # noqa: TL000, TL9901\n")
+    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     hover = await client.text_document_hover_async(
         types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=doc.uri), position=d.range.start
@@ -354,7 +354,7 @@ async def test_hover_shows_rule_documentation(client: LanguageClient, workspace:
     )
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
     assert hover.contents.kind == types.MarkupKind.Markdown
-    assert hover.contents.value.startswith("# fake-softmax (TL990)")
+    assert hover.contents.value.startswith("# fake-softmax (TL9901)")
     assert "## Why is this bad?" in hover.contents.value
     assert hover.range == d.range
     # On a code inside a noqa comment.
@@ -389,7 +389,7 @@ async def test_configuration_is_read_and_reread(client: LanguageClient, workspac
     project = workspace / "project"
     project.mkdir(exist_ok=True)
     config = project / "pyproject.toml"
-    config.write_text('[tool.torchlint]\nignore = ["TL990"]\n')
+    config.write_text('[tool.torchlint]\nignore = ["TL9901"]\n')
     doc = Doc(client, project / "configured.py", BUGGY)
     await doc.diagnostics(lambda ds: ds == [])
     config.write_text("[tool.torchlint]\n")
@@ -398,7 +398,7 @@ async def test_configuration_is_read_and_reread(client: LanguageClient, workspac
             changes=[types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]
         )
     )
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     doc.close()
 
     # Excluded paths get no diagnostics.
@@ -412,7 +412,7 @@ async def test_configuration_is_read_and_reread(client: LanguageClient, workspac
     # An invalid configuration is shown once; the defaults apply until it is fixed.
     config.write_text('[tool.torchlint]\nselect = ["NOPE999"]\n')
     doc = Doc(client, project / "configured.py", BUGGY)
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     await wait_for(lambda: any("NOPE999" in m.message for m in client.messages))
     doc.close()
     config.unlink()

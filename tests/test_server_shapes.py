@@ -67,17 +67,17 @@ async def test_shapes_join_later_without_delaying_source_diagnostics(
     client: LanguageClient, workspace: Path
 ) -> None:
     doc = Doc(client, workspace / "later.py", SOURCE + "# shape-delay: 2\n")
-    first = await doc.diagnostics(lambda ds: "TL990" in codes(ds))
-    assert codes(first) == ["TL990"]  # source rules did not wait for the slow shape check
-    found = await doc.diagnostics(lambda ds: "TL690" in codes(ds))
-    assert codes(found) == ["TL690", "TL990"]
-    (shape,) = [d for d in found if d.code == "TL690"]
+    first = await doc.diagnostics(lambda ds: "TL9901" in codes(ds))
+    assert codes(first) == ["TL9901"]  # source rules did not wait for the slow shape check
+    found = await doc.diagnostics(lambda ds: "TL6901" in codes(ds))
+    assert codes(found) == ["TL6901", "TL9901"]
+    (shape,) = [d for d in found if d.code == "TL6901"]
     assert shape.range.start.line == 7
     # An edit makes shape findings stale: they go, and come back on save.
     doc.replace(doc.text.replace("# shape-delay: 2", "# shape-delay: 0"))
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     save(doc)
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL690", "TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL6901", "TL9901"])
     doc.close()
 
 
@@ -85,22 +85,22 @@ async def test_an_edit_cancels_a_running_shape_check(
     client: LanguageClient, workspace: Path
 ) -> None:
     doc = Doc(client, workspace / "cancel.py", SOURCE + "# shape-delay: 1.5\n")
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     doc.replace(doc.text + "\n")  # while the shape check of the opened text runs
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     await asyncio.sleep(2.5)
-    assert codes(list(client.diagnostics[doc.uri])) == ["TL990"]  # no stale shape result
+    assert codes(list(client.diagnostics[doc.uri])) == ["TL9901"]  # no stale shape result
     save(doc)  # the worker was stopped; saving starts a new one
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL690", "TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL6901", "TL9901"])
     doc.close()
 
 
 async def test_noqa_applies_to_shape_findings(client: LanguageClient, workspace: Path) -> None:
     doc = Doc(
-        client, workspace / "noqa.py", SOURCE.replace("# shape-bug", "# noqa: TL690  # shape-bug")
+        client, workspace / "noqa.py", SOURCE.replace("# shape-bug", "# noqa: TL6901  # shape-bug")
     )
-    await doc.diagnostics(lambda ds: codes(ds) == ["TL990"])
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
     save(doc)
     await asyncio.sleep(1.0)
-    assert codes(list(client.diagnostics[doc.uri])) == ["TL990"]
+    assert codes(list(client.diagnostics[doc.uri])) == ["TL9901"]
     doc.close()

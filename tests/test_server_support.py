@@ -1,7 +1,7 @@
 """Test-only rules, and a launcher running the language server with them registered.
 
-The real rules land separately; these two give the server tests a rule with a fix (TL990)
-and a rule that crashes (TL991), whatever the state of `rules/`. Run as a script, this file
+The real rules land separately; these two give the server tests a rule with a fix (TL9901)
+and a rule that crashes (TL9902), whatever the state of `rules/`. Run as a script, this file
 starts `torchlint server` with them added: `python tests/test_server_support.py`; with
 `--fake-shapes`, `fake_check_files` below stands in for the shape engine.
 """
@@ -41,7 +41,7 @@ class FakeSoftmaxRule(Rule):
     ```
     """
 
-    code = "TL990"
+    code = "TL9901"
     name = "fake-softmax"
     triggers = ("softmax",)
     fix_availability = "safe"
@@ -74,7 +74,7 @@ class FakeCrashRule(Rule):
     ```
     """
 
-    code = "TL991"
+    code = "TL9902"
     name = "fake-crash"
     triggers = ("boom",)
 
@@ -102,7 +102,7 @@ class FakeShapeRule(Rule):
     ```
     """
 
-    code = "TL690"
+    code = "TL6901"
     name = "fake-shape"
     engine_reported = True
 
@@ -117,7 +117,7 @@ def fake_check_files(
         if delay:
             time.sleep(float(delay.group(1)))
         found[path] = [
-            Diagnostic(path, number, 1, number, len(line) + 1, "TL690", "fake-shape", "fake shape")
+            Diagnostic(path, number, 1, number, len(line) + 1, "TL6901", "fake-shape", "fake shape")
             for number, line in enumerate(source.splitlines(), 1)
             if line.rstrip().endswith("# shape-bug")
         ]

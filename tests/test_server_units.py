@@ -206,7 +206,7 @@ async def test_shape_runner_checks_and_is_cancelled_by_killing_the_worker(
     fake_shapes: ShapeRunner,
 ) -> None:
     found = await fake_shapes.check("m.py", "x = 1  # shape-bug\n")
-    assert found is not None and [(d.code, d.line) for d in found] == [("TL690", 1)]
+    assert found is not None and [(d.code, d.line) for d in found] == [("TL6901", 1)]
     worker = fake_shapes._process
     assert worker is not None
     slow = asyncio.ensure_future(fake_shapes.check("m.py", "# shape-delay: 30\n"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -84,6 +86,9 @@ class ShapeRunner:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 limit=_LINE_LIMIT,
+                # Its own process group, so that stopping it also stops the processes the
+                # shape engine starts (it runs torch in a child of its own).
+                start_new_session=os.name == "posix",
             )
             assert process.stdout is not None
             hello = json.loads(await process.stdout.readline() or b"{}")
@@ -94,8 +99,7 @@ class ShapeRunner:
         if not hello.get("ready"):
             self.available = False
             self.log(f"shape checks are off: {hello.get('reason', 'the worker did not start')}")
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            _kill_tree(process)
             await process.wait()
             return None
         self.available = True
@@ -105,8 +109,7 @@ class ShapeRunner:
     def _kill(self) -> None:
         process, self._process, self._starting = self._process, None, None
         if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            _kill_tree(process)
 
     def close(self) -> None:
         """Stop the worker (server shutdown)."""
@@ -120,3 +123,12 @@ class ShapeRunner:
         self.close()
         if process is not None:
             await process.wait()
+
+
+def _kill_tree(process: asyncio.subprocess.Process) -> None:
+    """Kill the worker and, on POSIX, everything it started (its process group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.name == "posix":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
