@@ -24,7 +24,7 @@ from pytest_lsp import (  # noqa: E402
 )
 
 from torchlint.registry import all_rules  # noqa: E402
-from torchlint.server import docs_url  # noqa: E402
+from torchlint.server import DOCS_URL  # noqa: E402
 
 SUPPORT = Path(__file__).resolve().parent / "test_server_support.py"
 CLIENTS = ["neovim", "visual_studio_code"]
@@ -202,7 +202,8 @@ async def test_diagnostics_on_open_have_code_range_and_docs_link(
     (d,) = [d for d in found if d.code == "TL9901"]
     assert d.source == "torchlint"
     assert d.severity == types.DiagnosticSeverity.Error
-    assert d.code_description is not None and d.code_description.href == docs_url("TL9901")
+    assert d.code_description is not None
+    assert d.code_description.href == f"{DOCS_URL}#tl9901-fake-softmax"
     line = BUGGY.splitlines()[5]
     column = line.index("F.softmax")
     assert d.range == types.Range(
@@ -430,5 +431,6 @@ async def test_tl101_softmax_into_cross_entropy(client: LanguageClient, workspac
     found = await doc.diagnostics(lambda ds: "TL101" in codes(ds))
     (d,) = [d for d in found if d.code == "TL101"]
     assert d.range.start.line == 5
-    assert d.code_description is not None and d.code_description.href.endswith("#tl101")
+    assert d.code_description is not None
+    assert d.code_description.href.endswith("rules.md#tl101-softmax-before-cross-entropy")
     doc.close()

@@ -84,7 +84,9 @@ def test_lsp_diagnostic_fields() -> None:
     assert lsp.code == "TL101"
     assert lsp.source == "torchlint"
     assert lsp.code_description is not None
-    assert lsp.code_description.href == f"{DOCS_URL}#tl101" == docs_url("TL101")
+    assert lsp.code_description.href == docs_url("TL101")
+    assert docs_url("TL101") == f"{DOCS_URL}#tl101-softmax-before-cross-entropy"
+    assert docs_url("XY123") == f"{DOCS_URL}#xy123"
     assert lsp.severity == types.DiagnosticSeverity.Error
 
 

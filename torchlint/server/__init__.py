@@ -7,14 +7,20 @@ documentation on hover. pygls and lsprotocol (the `server` extra) are imported o
 from __future__ import annotations
 
 import sys
+from functools import cache
 
-#: Rule documentation; each rule has an anchor named after its lower-case code.
-DOCS_URL = "https://github.com/torchlint/torchlint/blob/main/README.md"
+from torchlint.rule import DOCS_URL
+
+__all__ = ["DOCS_URL", "docs_url", "main"]
 
 
+@cache
 def docs_url(code: str) -> str:
-    """The documentation link of one rule, e.g. `...README.md#tl101`."""
-    return f"{DOCS_URL}#{code.lower()}"
+    """The documentation link of one rule (`codeDescription.href`), as SARIF output has it."""
+    from torchlint.registry import all_rules
+
+    rule = all_rules().get(code)
+    return rule.doc().url if rule is not None else f"{DOCS_URL}#{code.lower()}"
 
 
 def main() -> int:
