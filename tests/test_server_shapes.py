@@ -73,6 +73,17 @@ async def test_shapes_join_later_without_delaying_source_diagnostics(
     assert codes(found) == ["TL6901", "TL9901"]
     (shape,) = [d for d in found if d.code == "TL6901"]
     assert shape.range.start.line == 7
+    # Shape findings get the same code actions and hover as the others.
+    actions = await doc.actions(shape)
+    quick = [a.title for a in actions if a.kind == types.CodeActionKind.QuickFix]
+    assert quick == ["Disable TL6901 for this line"]
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=doc.uri), position=shape.range.start
+        )
+    )
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    assert hover.contents.value.startswith("# fake-shape (TL6901)")
     # An edit makes shape findings stale: they go, and come back on save.
     doc.replace(doc.text.replace("# shape-delay: 2", "# shape-delay: 0"))
     await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])

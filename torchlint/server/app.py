@@ -176,9 +176,7 @@ class TorchlintServer(LanguageServer):
         if state is None or state.linted is None:
             return
         linted = state.linted
-        found = [d for d in linted.diagnostics if d.code != INTERNAL_ERROR]
-        if state.shape_source == linted.text.source:
-            found += state.shape_diagnostics
+        found = self.shown(uri, linted)
         doc = self.document(uri)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
@@ -187,6 +185,14 @@ class TorchlintServer(LanguageServer):
                 diagnostics=[to_lsp(d, linted.text) for d in found],
             )
         )
+
+    def shown(self, uri: str, linted: Linted) -> list[Diagnostic]:
+        """What the editor shows for this lint: its findings, and shape findings for its text."""
+        found = [d for d in linted.diagnostics if d.code != INTERNAL_ERROR]
+        state = self.states.get(uri)
+        if state is not None and state.shape_source == linted.text.source:
+            found += state.shape_diagnostics
+        return found
 
     async def fresh(self, uri: str) -> Linted | None:
         """The lint of the document's current text, linting now if the last one is stale."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from torchlint.diagnostic import Diagnostic
-from torchlint.engine import INTERNAL_ERROR, lint_source
+from torchlint.engine import lint_source
 from torchlint.server import actions
 from torchlint.server.convert import SOURCE, overlaps, to_lsp
 from torchlint.server.hover import codes_at, hover_text
@@ -81,9 +81,7 @@ def quick_fixes(
         if d.source == SOURCE
     }
     found = []
-    for d in linted.diagnostics:
-        if d.code == INTERNAL_ERROR:
-            continue
+    for d in ls.shown(uri, linted):
         lsp = to_lsp(d, text)
         key = (d.code, lsp.range.start.line, lsp.range.start.character)
         if not overlaps(text, d, start, end) and key not in named:
@@ -136,11 +134,12 @@ async def fix_all(ls: TorchlintServer, uri: str, linted: Linted) -> types.CodeAc
 
 async def hover(ls: TorchlintServer, params: types.HoverParams) -> types.Hover | None:
     """The documentation of the rules reported under the cursor, or named in `# noqa: ...`."""
-    linted = await ls.fresh(params.text_document.uri)
+    uri = params.text_document.uri
+    linted = await ls.fresh(uri)
     if linted is None:
         return None
     text = linted.text
-    codes, span = codes_at(text, linted.diagnostics, text.offset_of(params.position))
+    codes, span = codes_at(text, ls.shown(uri, linted), text.offset_of(params.position))
     value = hover_text(codes)
     if value is None or span is None:
         return None
