@@ -31,6 +31,8 @@ class Site:
     end_line: int
     col: int
     end_col: int
+    #: Parameter names of the function running the call (to follow an argument outward).
+    params: tuple[str, ...] = ()
 
 
 #: Module object -> the user frames that were creating it, innermost first.
@@ -63,12 +65,16 @@ def _user_sites() -> tuple[Site, ...]:
     while frame is not None:
         code = frame.f_code
         if code.co_filename in _USER_FILES:
+            params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
             positions = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
             if positions is None or positions[0] is None:
-                chain.append(Site(code.co_filename, frame.f_lineno, frame.f_lineno, 0, 0))
+                site = Site(code.co_filename, frame.f_lineno, frame.f_lineno, 0, 0, params)
             else:
                 line, end_line, col, end_col = positions
-                chain.append(Site(code.co_filename, line, end_line or line, col or 0, end_col or 0))
+                site = Site(
+                    code.co_filename, line, end_line or line, col or 0, end_col or 0, params
+                )
+            chain.append(site)
         frame = frame.f_back  # type: ignore[assignment]
     return tuple(chain)
 

@@ -32,7 +32,7 @@ from torchlint.shapes.inputs import (
 )
 from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.propagate import Failure, World, analyze_fx, analyze_hooks, run_direct
-from torchlint.shapes.solve import Problem, Unsupported
+from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
 
@@ -90,7 +90,9 @@ class FileChecker:
             try:
                 args, kwargs, _ = constructor_arguments(cls, ctor)
             except NeedsArguments as exc:
-                deferred.append((name, line, f"needs arguments: {exc}"))
+                if not spec.get("instantiated"):
+                    # Classes built by other code are checked as part of what builds them.
+                    deferred.append((name, line, f"needs arguments: {exc}"))
                 continue
             try:
                 model = build(cls, args, kwargs)
@@ -164,13 +166,14 @@ class FileChecker:
         plans = self._plans(model, graph, entry, count, spec, declared)
         if not plans:
             record["result"] = "skipped"
-            self._skip(
-                path,
-                line,
-                label,
-                f"cannot infer the shape of `{inputs[0]}`; declare it with "
-                "`# torchlint: input-shape=(...)` on the class line",
+            missing = _stubbed_parts(model, self.project.stubbed)
+            reason = (
+                f"needs {missing}, which is not installed"
+                if missing
+                else f"cannot infer the shape of `{inputs[0]}`; declare it with "
+                "`# torchlint: input-shape=(...)` on the class line"
             )
+            self._skip(path, line, label, reason)
             return
         analysis_graph: list[fx.Graph] = []
 
@@ -260,15 +263,24 @@ class FileChecker:
                 hints = {**world.hints, **dict.fromkeys(sizes, size)}
                 if run_direct(World(model, plan, hints, symbolic=False)) is None:
                     result.ok = True
-                    self._harvest(model, plan, hints, graph_for_analysis, result)
+                    if self._sized_layer_failed(model, plan, world.hints):
+                        self._harvest(model, plan, hints, graph_for_analysis, result)
                     return result
         return self._search(model, plan, dict(world.hints), graph_for_analysis, result)
+
+    def _failure_reason(self, failure: Failure) -> str:
+        return _failure_reason(failure, self.project.stubbed)
 
     def _analyze(self, world: World, graph_for_analysis: Any) -> Failure | None:
         graph = graph_for_analysis()
         if graph is not None:
             return analyze_fx(world, graph, self.user_files)
         return analyze_hooks(world, self.user_files)
+
+    def _sized_layer_failed(self, model: nn.Module, plan: InputPlan, hints: dict[str, int]) -> bool:
+        """Whether the first guess failed in a layer with a fixed size (a Linear, a norm)."""
+        failure = analyze_hooks(World(model, plan, hints, symbolic=False), self.user_files)
+        return failure is not None and bool(F.layer_sizes(failure.module))
 
     def _harvest(
         self,
@@ -295,7 +307,7 @@ class FileChecker:
                     squares = Problem([guard], world.names, symbol_hints).square_solutions()
                 except Unsupported:
                     continue
-                if 0 < len(squares) <= 8:
+                if few_sizes(squares):
                     reported.add(id(step))
                     failure = Failure(
                         RuntimeError(),
@@ -316,9 +328,14 @@ class FileChecker:
     ) -> PlanResult:
         """Symbolic analysis: negate the failing guard and look for sizes that satisfy it."""
         flipped: set[Any] = set()
-        for _ in range(_MAX_FLIPS):
+        for attempt in range(_MAX_FLIPS):
             world = World(model, plan, hints, symbolic=True)
             failure = self._analyze(world, graph_for_analysis)
+            if failure is None and attempt == 0 and graph_for_analysis() is not None:
+                # The plain run failed but the traced graph passes: the graph left something
+                # out (a call fx could not see); the hooks run follows the real forward.
+                world = World(model, plan, hints, symbolic=True)
+                failure = analyze_hooks(world, self.user_files)
             result.names = world.names
             if failure is None:
                 result.ok = True
@@ -329,7 +346,7 @@ class FileChecker:
             guard = _failing_guard(failure, world, flipped)
             if guard is None:
                 if code is None:
-                    result.reason = _failure_reason(failure)
+                    result.reason = self._failure_reason(failure)
                 else:
                     result.code = code
                 return result
@@ -340,7 +357,7 @@ class FileChecker:
                 solution = _solve([target], world, symbol_hints)
             if solution is None:
                 if code is None:
-                    result.reason = _failure_reason(failure)
+                    result.reason = self._failure_reason(failure)
                 else:
                     result.code = code
                 return result
@@ -350,7 +367,7 @@ class FileChecker:
                     squares = Problem([target], world.names, symbol_hints).square_solutions()
                 except Unsupported:
                     squares = []
-                if 0 < len(squares) <= 8:
+                if few_sizes(squares):
                     result.constraints.append((failure, target, squares, dict(world.names)))
             for symbol, value in solution.items():
                 hints[world.names[symbol]] = max(int(value), 1)
@@ -418,7 +435,9 @@ def _solve(conditions: list[Any], world: World, hints: dict[sympy.Symbol, int]) 
         return None
 
 
-def _failure_reason(failure: Failure) -> str:
+def _failure_reason(failure: Failure, stubbed: list[str]) -> str:
+    if stubbed and "Stub" in f"{failure.exc}":
+        return f"needs {', '.join(sorted(set(stubbed)))}, which is not installed"
     where = ""
     if failure.frame is not None:
         where = f" at line {failure.frame[1]}"
@@ -430,6 +449,16 @@ def _brief(exc: BaseException) -> str:
     if len(text) > 160:
         text = text[:157] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _stubbed_parts(model: nn.Module, stubbed: list[str]) -> str | None:
+    """The missing modules, when the model holds objects standing in for them."""
+    if not stubbed:
+        return None
+    for module in model.modules():
+        if any(is_stub(value) for value in vars(module).values()):
+            return ", ".join(sorted(set(stubbed)))
+    return None
 
 
 def _is_module_class(cls: Any) -> bool:

@@ -69,7 +69,12 @@ def collect(
         for name in info.classes:
             owners.setdefault(name, []).append(info)
     result: dict[tuple[str, str], dict[str, Any]] = {
-        (info.abspath, name): {"ctor": None, "declared": None, "evidence": []}
+        (info.abspath, name): {
+            "ctor": None,
+            "declared": None,
+            "evidence": [],
+            "instantiated": False,
+        }
         for info in infos
         for name in info.classes
     }
@@ -151,6 +156,7 @@ def _scan_file(
                     key = (info.abspath, name)
                     used_here.add(key)
                     entry = result[key]
+                    entry["instantiated"] = True
                     if entry["ctor"] is None:
                         entry["ctor"] = _ctor_args(node, path)
             # model(x) / model.forward(x) / Net()(x)

@@ -16,12 +16,12 @@ from torchlint.shapes.inputs import InputPlan
 from torchlint.shapes.messages import (
     argument_text,
     assigned_name,
+    call_argument,
     char_column,
     first_code_column,
     is_symbolic,
-    literal_call,
+    literal_arguments,
     op_column,
-    short_call,
     show,
     show_shape,
     span_text,
@@ -225,18 +225,45 @@ def flatten_fits(failure: Failure) -> bool:
 # -- locations -----------------------------------------------------------------------------
 
 
-def _layer_site(module: nn.Module, ctx: Context) -> Site | None:
-    """The creation call to report: the innermost one whose arguments are all literals.
+#: (position, keyword) of the constructor argument a layer checks its input against.
+_SIZE_ARGUMENT: list[tuple[tuple[type, ...], int, str]] = [
+    ((nn.Linear,), 0, "in_features"),
+    (_CONVS, 0, "in_channels"),
+    ((nn.LayerNorm,), 0, "normalized_shape"),
+    ((nn.GroupNorm,), 1, "num_channels"),
+    ((nn.RNNBase,), 0, "input_size"),
+    ((nn.MultiheadAttention,), 0, "embed_dim"),
+    (_NORMS, 0, "num_features"),
+]
 
-    A layer built from variables (`nn.Linear(in_features, out_features)` in a block) is
-    reported where those values are given (`Block(64, 32)`), when that call is literal.
+
+def _layer_site(module: nn.Module, ctx: Context) -> Site | None:
+    """The creation call to report: where the layer's wrong size is written.
+
+    The size argument is followed outward through the calls that built the layer: in
+    `nn.Linear(in_features, classes)` inside a block, `in_features` is the block's
+    parameter, so the block's own creation (`Classifier(32, num_classes)`) is reported.
     """
     chain = [s for s in site_chain(module) if s.path in ctx.sources]
-    for site in chain:
+    if not chain:
+        return None
+    wanted = next(
+        ((pos, kw) for kinds, pos, kw in _SIZE_ARGUMENT if isinstance(module, kinds)), None
+    )
+    if wanted is None:
+        return chain[0]
+    position, keyword = wanted
+    for index, site in enumerate(chain):
         text = span_text(ctx.sources[site.path], site.line, site.end_line, site.col, site.end_col)
-        if literal_call(text):
-            return site
-    return chain[0] if chain else None
+        expr = call_argument(text, position, keyword)
+        if expr is None:
+            return chain[max(index - 1, 0)]
+        if expr in site.params and index + 1 < len(chain):
+            offset = 1 if site.params[0] in ("self", "cls") else 0
+            position, keyword = site.params.index(expr) - offset, expr
+            continue
+        return site
+    return chain[0]
 
 
 def _location(failure: Failure, ctx: Context, prefer_layer: bool) -> tuple[str, int, int, int, int]:
@@ -270,18 +297,46 @@ def _where(failure: Failure) -> str:
 
 
 def layer_head(module: nn.Module, name: str | None, ctx: Context) -> str:
-    """`fc2 = nn.Linear(30, 10)`, or `nn.Linear(60, 10) (classifier.3)`."""
+    """`fc2 = nn.Linear(30, 10)`, or `nn.Linear(60, 10) (classifier.3)`.
+
+    The source text of the creation call is used when it is short; a layer built from
+    variables is described by its actual sizes (`classifier.fc = nn.Linear(32, 10)`).
+    """
     site = site_of(module)
+    text = None
+    attr = None
     if site is not None and site.path in ctx.sources:
         source = ctx.sources[site.path]
-        text = short_call(span_text(source, site.line, site.end_line, site.col, site.end_col))
+        text = span_text(source, site.line, site.end_line, site.col, site.end_col)
         attr = assigned_name(source, site.line, site.col)
-        if text:
-            if attr and (name is None or name.rsplit(".", 1)[-1] == attr):
-                return f"{name or attr} = {text}"
-            return f"{text} ({name})" if name else text
-    described = f"nn.{type(module).__name__}({module.extra_repr()})"
-    return f"{name} ({short_call(described)})" if name else short_call(described)
+        if len(text) > 48 or not literal_arguments(text):
+            text = None
+    text = text or describe_layer(module)
+    if attr and (name is None or name.rsplit(".", 1)[-1] == attr):
+        return f"{name or attr} = {text}"
+    return f"{text} ({name})" if name else text
+
+
+def describe_layer(module: nn.Module) -> str:
+    """`nn.Linear(32, 10)` from a layer's attributes."""
+    kind = type(module).__name__
+    if isinstance(module, nn.Linear):
+        return f"nn.{kind}({module.in_features}, {module.out_features})"
+    if isinstance(module, _CONVS):
+        kernel = module.kernel_size[0] if len(set(module.kernel_size)) == 1 else module.kernel_size
+        return f"nn.{kind}({module.in_channels}, {module.out_channels}, {kernel})"
+    if isinstance(module, nn.LayerNorm):
+        shape = module.normalized_shape
+        return f"nn.LayerNorm({shape[0] if len(shape) == 1 else list(shape)})"
+    if isinstance(module, nn.GroupNorm):
+        return f"nn.GroupNorm({module.num_groups}, {module.num_channels})"
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+        return f"nn.{kind}({module.num_embeddings}, {module.embedding_dim})"
+    if isinstance(module, _NORMS):
+        return f"nn.{kind}({getattr(module, 'num_features', '...')})"
+    if isinstance(module, nn.RNNBase):
+        return f"nn.{kind}({module.input_size}, {module.hidden_size})"
+    return f"nn.{kind}(...)"
 
 
 def short_name(failure: Failure, ctx: Context) -> str:

@@ -21,9 +21,10 @@ import torch
 from torch import fx, nn
 
 #: Starting values for free sizes, by role.
-#: Odd on purpose: a model written for one resolution fails at the first guess, and the
-#: probes that follow find (and report, TL606) the size it needs.
-HINTS = {"N": 2, "L": 16, "H": 97, "W": 97, "D": 17, "T": 257}
+#: A first guess that divides by 32 (so U-Nets and strided stacks pass) but is not one of
+#: the usual resolutions (28, 32, 224): a model written for one resolution fails at the
+#: guess, and the probes that follow find (and report, TL606) the size it needs.
+HINTS = {"N": 2, "L": 16, "H": 96, "W": 96, "D": 32, "T": 256}
 
 
 @dataclass(frozen=True)
@@ -399,7 +400,7 @@ def infer_from_source(model: nn.Module, index: int) -> list[InputPlan] | None:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         if not isinstance(node, ast.Call) or not node.args or not _mentions(node.args[0], names):
             continue
-        if not (isinstance(node.args[0], ast.Name) and node.args[0].id in names):
+        if not _same_rank_use(node.args[0], names):
             continue
         target = _self_attribute(node.func)
         if target is None:
@@ -436,6 +437,17 @@ def _walk_in_order(node: ast.AST) -> list[ast.AST]:
 
 def _depth(node: ast.AST) -> int:
     return sum(1 for _ in ast.walk(node))
+
+
+def _same_rank_use(node: ast.AST, names: set[str]) -> bool:
+    """`x`, or `x[a:b]` / `x[:, 1:]` (slices keep the number of dimensions)."""
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        index = node.slice
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        return node.value.id in names and all(isinstance(p, ast.Slice) for p in parts)
+    return False
 
 
 def _mentions(node: ast.AST, names: set[str]) -> bool:

@@ -14,6 +14,7 @@ import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import os
 import sys
 import types
@@ -34,7 +35,7 @@ class _StubMeta(type):
         return make_stub(name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and callable(args[0]):
+        if _decorated(args, kwargs):
             return args[0]  # used as a decorator: leave the function alone
         return super().__call__(*args, **kwargs)
 
@@ -49,9 +50,17 @@ class Stub(metaclass=_StubMeta):
         return make_stub(name)()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and callable(args[0]):
+        if _decorated(args, kwargs):
             return args[0]
         return Stub()
+
+
+def _decorated(args: tuple, kwargs: dict) -> bool:
+    return (
+        len(args) == 1
+        and not kwargs
+        and (inspect.isfunction(args[0]) or inspect.isclass(args[0]) or inspect.ismethod(args[0]))
+    )
 
 
 def make_stub(name: str) -> type:

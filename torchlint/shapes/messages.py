@@ -132,27 +132,47 @@ def assigned_name(source: str, line: int, col: int) -> str | None:
     return None
 
 
-def literal_call(text: str) -> bool:
-    """Whether a call's arguments are all literals (`nn.Linear(32 * 7 * 7, 10)`)."""
+def call_argument(text: str, position: int, keyword: str) -> str | None:
+    """The source of a call's argument (by position or keyword); a bare name as the name."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    arg: ast.AST | None = None
+    for kw in node.keywords:
+        if kw.arg == keyword:
+            arg = kw.value
+    if arg is None and 0 <= position < len(node.args):
+        if any(isinstance(a, ast.Starred) for a in node.args[: position + 1]):
+            return None
+        arg = node.args[position]
+    if arg is None:
+        return None
+    return ast.unparse(arg)
+
+
+def literal_arguments(text: str) -> bool:
+    """Whether a call's arguments are all literal (`nn.Linear(32 * 7 * 7, 10)`)."""
     try:
         node = ast.parse(text, mode="eval").body
     except (SyntaxError, ValueError):
         return False
-    if not isinstance(node, ast.Call) or not (node.args or node.keywords):
+    if not isinstance(node, ast.Call):
         return False
-    values = [*node.args, *(k.value for k in node.keywords)]
-    return all(_literal_value(v) for v in values)
+    return all(_literal(v) for v in [*node.args, *(k.value for k in node.keywords)])
 
 
-def _literal_value(node: ast.AST) -> bool:
+def _literal(node: ast.AST) -> bool:
     if isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.UnaryOp):
-        return _literal_value(node.operand)
+        return _literal(node.operand)
     if isinstance(node, ast.BinOp):
-        return _literal_value(node.left) and _literal_value(node.right)
+        return _literal(node.left) and _literal(node.right)
     if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_literal_value(e) for e in node.elts)
+        return all(_literal(e) for e in node.elts)
     return False
 
 

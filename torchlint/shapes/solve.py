@@ -205,15 +205,34 @@ def satisfiable(
         return None
 
 
+def runs(values: list[int]) -> list[tuple[int, int]]:
+    """[28, 29, 40] -> [(28, 29), (40, 40)]."""
+    out: list[tuple[int, int]] = []
+    for value in values:
+        if out and value == out[-1][1] + 1:
+            out[-1] = (out[-1][0], value)
+        else:
+            out.append((value, value))
+    return out
+
+
+def few_sizes(values: list[int]) -> bool:
+    """Whether a set of working sizes is a real restriction worth reporting."""
+    return 0 < len(values) <= 64 and len(runs(values)) <= 3
+
+
 def describe_squares(values: list[int]) -> str:
-    """[28, 29] -> "28x28 (or 29x29)"; [32, 33, 34, 35] -> "32x32 to 35x35"."""
-    if not values:
-        return ""
-    first = values[0]
-    if len(values) == 1:
-        return f"{first}\u00d7{first}"
-    if values == list(range(first, values[-1] + 1)) and len(values) > 2:
-        return f"{first}\u00d7{first} to {values[-1]}\u00d7{values[-1]}"
-    rest = ", ".join(f"{v}\u00d7{v}" for v in values[1:4])
-    more = ", ..." if len(values) > 4 else ""
-    return f"{first}\u00d7{first} (or {rest}{more})"
+    """[28, 29] -> "28x28 (or 29x29)"; [32, ..., 35] -> "32x32 to 35x35" (with a times sign)."""
+
+    def square(v: int) -> str:
+        return f"{v}\u00d7{v}"
+
+    parts = []
+    for low, high in runs(values):
+        if low == high:
+            parts.append(square(low))
+        elif high == low + 1:
+            parts.append(f"{square(low)} (or {square(high)})")
+        else:
+            parts.append(f"{square(low)} to {square(high)}")
+    return ", ".join(parts)
