@@ -1,0 +1,1025 @@
+"""Which tensors require grad at a given statement, and whether autograd is recording there.
+
+Used by TL201 (in-place change of a tensor that requires grad). The analysis runs inside the
+engine's single walk: `GradTracker` is fed binding statements in source order and keeps, per
+scope, what each local name is known to hold (a leaf created with `requires_grad=True`, an
+`nn.Parameter`, a module's parameters, a layer, a same-file model). Facts that can only be known
+after the whole file was seen (which functions are called under `torch.no_grad()`, which
+modules get frozen with `requires_grad = False`) are collected along the way; findings are
+decided in `finish()`.
+
+Everything here errs on the side of silence: a name is known only while its last binding
+dominates the use (same or enclosing block), and anything unresolved counts as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.walker import iter_descendants
+
+# -- vocabulary -------------------------------------------------------------------------------
+
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_VARIABLE_CLASSES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+#: `torch.<name>(...)` calls that build a fresh tensor from no tensor input that needs grad.
+_CREATION = frozenset(
+    {
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "rand",
+        "randn",
+        "randint",
+        "arange",
+        "linspace",
+        "logspace",
+        "eye",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "randperm",
+        "empty_strided",
+        "scalar_tensor",
+        "Tensor",
+        "FloatTensor",
+        "DoubleTensor",
+    }
+)
+_NEW_METHODS = frozenset({"new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
+#: Methods that keep a tensor that does not need grad a leaf that does not need grad.
+_GRADLESS_KEEPING = frozenset(
+    {"clone", "to", "float", "double", "half", "bfloat16", "cuda", "cpu", "contiguous", "detach"}
+)
+
+#: `torch.nn` layers that always own a `weight` / `bias` parameter (unless built without it).
+_LAYERS = frozenset(
+    {
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "ConvTranspose1d",
+        "ConvTranspose2d",
+        "ConvTranspose3d",
+        "Embedding",
+        "EmbeddingBag",
+        "LayerNorm",
+        "GroupNorm",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "SyncBatchNorm",
+        "RMSNorm",
+        "PReLU",
+    }
+)
+#: Layers whose parameters exist only with `affine=True` (the default is False).
+_AFFINE_OPT_IN = frozenset({"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"})
+
+#: Methods ending in `_` that do not modify the tensor's data (or are allowed on leaves).
+_NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "detach_", "rename_", "retain_grad_"})
+
+_NO_GRAD_CALLS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.inference_mode",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
+_ENABLE_GRAD_CALLS = frozenset(
+    {"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"}
+)
+_NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
+
+#: Hooks that training frameworks (Lightning) call under `torch.no_grad()`.
+_FRAMEWORK_NO_GRAD_METHODS = frozenset(
+    {"validation_step", "test_step", "predict_step", "on_validation_batch_end", "on_test_batch_end"}
+)
+
+_BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+# -- what a name holds ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What an expression is known to be.
+
+    kind: "fresh" (a tensor known not to require grad), "leaf" (a tensor created or marked
+    as requiring grad), "param" (an `nn.Parameter`
+    or a module's parameter), "params" / "named_params" (an iterable of a module's
+    parameters), "layer" (a `torch.nn` layer instance), "model" (an instance of a same-file
+    `nn.Module` subclass).
+    """
+
+    kind: str
+    #: For parameters of a module: the module's path (`("model",)`, `("self", "fc")`).
+    owner: tuple[str, ...] = ()
+    #: The constructor call of a layer / the class of a model.
+    call: cst.Call | None = None
+    classdef: cst.ClassDef | None = None
+    #: A parameter zipped with another module's parameters (an EMA / target-net copy).
+    paired: bool = False
+
+
+#: A tensor known not to require grad: a factory result, `.detach()`, a copy of one.
+_FRESH = Binding("fresh")
+
+
+@dataclass(frozen=True)
+class _Known:
+    binding: Binding
+    blocks: frozenset[int]
+
+
+@dataclass
+class _Scope:
+    node: cst.CSTNode
+    kind: str  # "module", "function", "class"
+    classdef: cst.ClassDef | None = None  # for a method: its class
+    names: dict[str, _Known] = field(default_factory=dict)
+    blocked: set[str] = field(default_factory=set)
+    #: `torch.set_grad_enabled(False)` runs somewhere in it, or it is an autograd.Function.
+    grad_off: bool = False
+
+
+@dataclass(frozen=True)
+class _Freeze:
+    """`<parts>.requires_grad_(False)` (or `= False`) seen in class `where`."""
+
+    parts: tuple[str, ...]  # ("*",): cannot be named
+    where: cst.ClassDef | None
+    #: ids of the same-file module classes it may reach; None: unknown, maybe any.
+    affected: frozenset[int] | None
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """An in-place change: the node to report, the tensor changed, how it is written."""
+
+    node: cst.CSTNode
+    target: cst.BaseExpression
+    op: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    node: cst.CSTNode
+    message: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    node: cst.CSTNode
+    message: str
+    scopes: tuple[_Scope, ...]
+    functions: tuple[str, ...]
+    #: The module/parameter path whose freezing elsewhere would make this legal, if any.
+    owner: tuple[str, ...] | None
+    classdef: cst.ClassDef | None
+
+
+# -- expression helpers -----------------------------------------------------------------------
+
+
+def _is_true(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def _positional(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def _method(call: cst.Call) -> str | None:
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else None
+
+
+def path_parts(expr: cst.BaseExpression) -> tuple[str, ...] | None:
+    """Names along an attribute chain, looking through subscripts and calls.
+
+    `self.layers[0].fc` -> ("self", "layers", "fc"); None when it does not start at a name.
+    """
+    parts: list[str] = []
+    while True:
+        if isinstance(expr, cst.Attribute):
+            parts.append(expr.attr.value)
+            expr = expr.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, cst.Name):
+            parts.append(expr.value)
+            return tuple(reversed(parts))
+        else:
+            return None
+
+
+def _is_basic_index(sub: cst.Subscript) -> bool:
+    """Indexing that returns a view (ints, slices, `...`, None), not an advanced-index copy."""
+    for element in sub.slice:
+        index = element.slice
+        if isinstance(index, cst.Slice):
+            continue
+        value = index.value
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value = value.expression
+        if isinstance(value, (cst.Integer, cst.Ellipsis)) or (
+            isinstance(value, cst.Name) and value.value == "None"
+        ):
+            continue
+        return False
+    return True
+
+
+def _strip_views(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor a basic-indexing view chain (`w[0][:, 1]`) looks into."""
+    while isinstance(expr, cst.Subscript):
+        if not _is_basic_index(expr):
+            return None
+        expr = expr.value
+    return expr
+
+
+def inplace_of_call(call: cst.Call) -> InPlace | None:
+    """`t.add_(...)`: an in-place tensor method call."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    if not method.endswith("_") or method.startswith("_") or method in _NOT_INPLACE:
+        return None
+    target = _strip_views(func.value)
+    if target is None:
+        return None
+    return InPlace(call, target, f"{method}()")
+
+
+def inplace_of_assignment(
+    node: cst.CSTNode, target: cst.BaseExpression, augmented: bool
+) -> InPlace | None:
+    """`t += 1`, `t[0] = 1`, `t[i] *= 2`: statements that write into a tensor."""
+    if isinstance(target, cst.Subscript):
+        # `w[idx] = v` writes into w whatever idx is; inner subscripts must be views.
+        base = _strip_views(target.value)
+        op = "item assignment" if not augmented else "augmented item assignment"
+        report: cst.CSTNode = target if not augmented else node
+    elif augmented:
+        base, op, report = target, "augmented assignment", node
+    else:
+        return None
+    if base is None:
+        return None
+    if augmented and isinstance(node, cst.AugAssign):
+        op = f"`{_augmented_operator(node)}`" if not isinstance(target, cst.Subscript) else op
+    return InPlace(report, base, op)
+
+
+def _augmented_operator(node: cst.AugAssign) -> str:
+    return {
+        cst.AddAssign: "+=",
+        cst.SubtractAssign: "-=",
+        cst.MultiplyAssign: "*=",
+        cst.DivideAssign: "/=",
+        cst.FloorDivideAssign: "//=",
+        cst.ModuloAssign: "%=",
+        cst.PowerAssign: "**=",
+        cst.MatrixMultiplyAssign: "@=",
+        cst.BitAndAssign: "&=",
+        cst.BitOrAssign: "|=",
+        cst.BitXorAssign: "^=",
+        cst.LeftShiftAssign: "<<=",
+        cst.RightShiftAssign: ">>=",
+    }.get(type(node.operator), "augmented assignment")
+
+
+# -- the tracker ------------------------------------------------------------------------------
+
+
+class GradTracker:
+    """Per-file state for TL201, fed by the rule's callbacks in source order."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self.scopes: list[_Scope] = []
+        self.lambda_depth = 0
+        #: Nesting depth of regions where autograd is off (no_grad blocks / decorated defs).
+        self.no_grad_depth = 0
+        self._no_grad_nodes: set[int] = set()
+        #: Names of functions called somewhere inside a no-grad region of this file.
+        self.called_without_grad: set[str] = set()
+        #: Paths frozen with `requires_grad = False` / `requires_grad_(False)`, with the class
+        #: they were frozen in; `("*",)` when the frozen thing cannot be named.
+        self.frozen: list[_Freeze] = []
+        self.candidates: list[_Candidate] = []
+        self._class_params: dict[int, dict[str, Binding]] = {}
+
+    # -- scopes ---------------------------------------------------------------------------
+    def enter_scope(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Module):
+            self.scopes.append(_Scope(node, "module"))
+            return
+        outer = self.scopes[-1] if self.scopes else None
+        if isinstance(node, cst.ClassDef):
+            scope = _Scope(node, "class", grad_off=self._is_autograd_function(node))
+        else:
+            classdef = outer.node if outer is not None and outer.kind == "class" else None
+            assert isinstance(classdef, (cst.ClassDef, type(None)))
+            scope = _Scope(node, "function", classdef=classdef)
+            if outer is not None and outer.kind == "class" and outer.grad_off:
+                scope.grad_off = True
+        self.scopes.append(scope)
+        if isinstance(node, cst.FunctionDef) and self._decorator_mode(node) == "off":
+            self._enter_no_grad(node)
+
+    def leave_scope(self, node: cst.CSTNode) -> None:
+        self._leave_no_grad(node)
+        if self.scopes and self.scopes[-1].node is node:
+            self.scopes.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and self.scopes:
+            self._forget(node.name.value)
+
+    def _is_autograd_function(self, classdef: cst.ClassDef) -> bool:
+        for base in classdef.bases:
+            name = self.context.qualified_name(base.value) or dotted_name(base.value) or ""
+            if name.endswith("Function") and "nn" not in name.split("."):
+                return True
+        return False
+
+    # -- no-grad regions ------------------------------------------------------------------
+    def enter_with(self, node: cst.With) -> None:
+        if any(self._item_mode(item.item) == "off" for item in node.items):
+            self._enter_no_grad(node)
+
+    def leave_with(self, node: cst.With) -> None:
+        self._leave_no_grad(node)
+
+    def _enter_no_grad(self, node: cst.CSTNode) -> None:
+        self._no_grad_nodes.add(id(node))
+        self.no_grad_depth += 1
+
+    def _leave_no_grad(self, node: cst.CSTNode) -> None:
+        if id(node) in self._no_grad_nodes:
+            self._no_grad_nodes.discard(id(node))
+            self.no_grad_depth -= 1
+
+    def _item_mode(self, expr: cst.BaseExpression) -> str | None:
+        """ "off" / "on" when a `with` item switches autograd off / on, else None.
+
+        Context managers we cannot see through (a bare name, an attribute) count as "off".
+        """
+        if isinstance(expr, cst.Call):
+            qualified = self.context.qualified_name(expr.func) or ""
+            args = expr.args
+            func_name = dotted_name(expr.func) or ""
+            if "raises" in func_name.lower():
+                return "off"  # `pytest.raises` / `assertRaises`: the error is expected
+            if qualified in _NO_GRAD_CALLS:
+                if "inference_mode" in qualified and args and not _is_true(args[0].value):
+                    return "on" if _is_false(args[0].value) else "off"
+                return "off"
+            if qualified in _ENABLE_GRAD_CALLS:
+                return "on"
+            if qualified.endswith("set_grad_enabled") or qualified.endswith("_set_grad_enabled"):
+                return "on" if args and _is_true(args[0].value) else "off"
+            text = self.context.code(expr)
+            if any(word in text for word in _NO_GRAD_WORDS):
+                return "off"
+            return None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return "off"
+        text = self.context.code(expr)
+        return "off" if any(word in text for word in _NO_GRAD_WORDS) else None
+
+    def _decorator_mode(self, node: cst.FunctionDef) -> str | None:
+        for decorator in node.decorators:
+            expr = decorator.decorator
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            qualified = self.context.qualified_name(target) or ""
+            if qualified in _ENABLE_GRAD_CALLS:
+                return "on"
+            if isinstance(expr, cst.Call) and qualified.endswith("set_grad_enabled"):
+                return "on" if expr.args and _is_true(expr.args[0].value) else "off"
+            if qualified in _NO_GRAD_CALLS:
+                if isinstance(expr, cst.Call) and expr.args and _is_false(expr.args[0].value):
+                    return "on"
+                return "off"
+            text = dotted_name(target) or ""
+            if "no_grad" in text or "inference_mode" in text:
+                return "off"
+        return None
+
+    def grad_mode_here(self) -> str | None:
+        """The innermost grad-mode switch around the visited node: "off", "on" or None."""
+        for node in reversed(self.context.ancestors):
+            if isinstance(node, cst.With):
+                modes = {self._item_mode(item.item) for item in node.items}
+                if "off" in modes:
+                    return "off"
+                if "on" in modes:
+                    return "on"
+            elif isinstance(node, cst.FunctionDef):
+                mode = self._decorator_mode(node)
+                if mode is not None:
+                    return mode
+            elif isinstance(node, cst.Lambda):
+                return "off"  # runs whenever it is called: unknown
+        return None
+
+    # -- bindings -------------------------------------------------------------------------
+    @property
+    def scope(self) -> _Scope:
+        return self.scopes[-1]
+
+    def _blocks(self) -> frozenset[int]:
+        return frozenset(id(n) for n in self.context.ancestors if isinstance(n, _BLOCKS))
+
+    def _set(self, name: str, binding: Binding | None) -> None:
+        scope = self.scope
+        if binding is None:
+            scope.names.pop(name, None)
+        elif name not in scope.blocked:
+            scope.names[name] = _Known(binding, self._blocks())
+
+    def _forget(self, name: str) -> None:
+        self.scope.names.pop(name, None)
+
+    def _lookup(self, name: str, blocks: frozenset[int] | None = None) -> Binding | None:
+        """The binding of a local name, if its last binding dominates the current point."""
+        known = self.scope.names.get(name)
+        if known is None:
+            return None
+        if blocks is None:
+            blocks = self._blocks()
+        return known.binding if known.blocks <= blocks else None
+
+    def bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        """An assignment `target = value` (value None: bound to something unknown)."""
+        if isinstance(target, cst.Name):
+            binding = self.classify(value) if value is not None else None
+            self._set(target.value, binding)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            values: Sequence[cst.BaseExpression | None]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(
+                target.elements
+            ):
+                values = [e.value for e in value.elements]
+            else:
+                values = [None] * len(target.elements)
+            for element, item in zip(target.elements, values, strict=True):
+                self.bind_target(element.value, item)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, None)
+        elif isinstance(target, cst.Attribute) and target.attr.value == "requires_grad":
+            owner = target.value
+            if not _is_true(value):
+                self._record_freeze(owner)
+            if isinstance(owner, cst.Name):
+                if _is_true(value):
+                    self._set(owner.value, Binding("leaf"))
+                else:
+                    self._forget(owner.value)
+        elif isinstance(target, cst.Attribute):
+            # `fc.weight = nn.Parameter(w, requires_grad=False)`: the layer is no longer known.
+            parts = path_parts(target)
+            if parts is not None and parts[0] in self.scope.names:
+                known = self.scope.names[parts[0]].binding
+                if known.kind in ("layer", "model"):
+                    self._forget(parts[0])
+
+    def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        for name_node, binding in self._loop_elements(target, iterable):
+            self.bind_target(name_node, None)
+            if isinstance(name_node, cst.Name) and binding is not None:
+                self._set(name_node.value, binding)
+
+    def _loop_elements(
+        self, target: cst.BaseExpression, iterable: cst.BaseExpression
+    ) -> list[tuple[cst.BaseExpression, Binding | None]]:
+        """(target part, binding of what it receives) for `for target in iterable`."""
+        source = self.classify(iterable)
+        if source is not None and source.kind == "params":
+            return [(target, Binding("param", owner=source.owner))]
+        if source is not None and source.kind == "named_params":
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                first, second = (e.value for e in target.elements)
+                return [(first, None), (second, Binding("param", owner=source.owner))]
+            return [(target, None)]
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            builtin = iterable.func.value
+            args = _positional(iterable)
+            parts = (
+                [e.value for e in target.elements]
+                if isinstance(target, (cst.Tuple, cst.List))
+                else None
+            )
+            if builtin == "enumerate" and len(args) == 1 and parts is not None and len(parts) == 2:
+                return [(parts[0], None), *self._loop_elements(parts[1], args[0].value)]
+            if (
+                builtin == "zip"
+                and parts is not None
+                and len(parts) == len(args) == len(iterable.args)
+            ):
+                kinds = [self.classify(a.value) for a in args]
+                sources = sum(k is not None and k.kind == "params" for k in kinds)
+                found: list[tuple[cst.BaseExpression, Binding | None]] = []
+                for part, kind in zip(parts, kinds, strict=True):
+                    if kind is not None and kind.kind == "params" and isinstance(part, cst.Name):
+                        found.append((part, Binding("param", owner=kind.owner, paired=sources > 1)))
+                    else:
+                        found.append((part, None))
+                return found
+        return [(target, None)]
+
+    def mark_requires_grad(self, call: cst.Call) -> None:
+        """`x.requires_grad_(...)`: x becomes a leaf requiring grad, or gets frozen."""
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        args = call.args
+        turned_on = not args or _is_true(args[0].value)
+        receiver = func.value
+        if not turned_on:
+            self._record_freeze(receiver)
+        if isinstance(receiver, cst.Name):
+            known = self._lookup(receiver.value)
+            if turned_on and known is not None and known.kind == "fresh":
+                self._set(receiver.value, Binding("leaf"))
+            elif not turned_on or known is None or known.kind not in ("leaf", "param"):
+                # On an unknown tensor it may be a no-op on a non-leaf that needs grad.
+                self._forget(receiver.value)
+
+    def block_names(self, names: Sequence[str]) -> None:
+        for name in names:
+            self.scope.blocked.add(name)
+            self._forget(name)
+
+    def grad_switched_off(self) -> None:
+        """A statement-level `torch.set_grad_enabled(False)` in the current scope."""
+        self.scope.grad_off = True
+
+    def note_call(self, call: cst.Call) -> None:
+        """Remember functions called inside no-grad regions (their bodies run without grad)."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            self.called_without_grad.add(func.value)
+        elif isinstance(func, cst.Attribute):
+            self.called_without_grad.add(func.attr.value)
+
+    # -- what an expression is ------------------------------------------------------------
+    def classify(self, expr: cst.BaseExpression | None) -> Binding | None:
+        if isinstance(expr, cst.Name):
+            return self._lookup(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return self.resolve_attribute(expr)
+        if isinstance(expr, cst.Subscript):
+            # A slice of a tensor that needs no grad needs none either.
+            return _FRESH if self._gradless(expr.value) else None
+        if not isinstance(expr, cst.Call):
+            return None
+        qualified = self.context.qualified_name(expr.func)
+        method = _method(expr)
+        if qualified == "copy.deepcopy" and len(expr.args) == 1:
+            inner = self.classify(expr.args[0].value)
+            return inner if inner is not None and inner.kind in ("model", "layer") else None
+        if qualified in _PARAMETER_CLASSES:
+            flag = _keyword(expr, "requires_grad")
+            positional = _positional(expr)
+            if flag is None and len(positional) > 1:
+                flag = positional[1]
+            if flag is None or _is_true(flag.value):
+                return Binding("param")
+            return None
+        flag = _keyword(expr, "requires_grad")
+        creation = method in _NEW_METHODS or (
+            qualified is not None
+            and qualified.startswith("torch.")
+            and qualified.split(".")[-1] in _CREATION
+        )
+        if creation or qualified in _VARIABLE_CLASSES:
+            if flag is not None and _is_true(flag.value):
+                return Binding("leaf")
+            if creation and (flag is None or _is_false(flag.value)):
+                return _FRESH
+            return None
+        if method == "requires_grad_":
+            assert isinstance(expr.func, cst.Attribute)
+            args = expr.args
+            if (not args or _is_true(args[0].value)) and self._gradless(expr.func.value):
+                return Binding("leaf")
+            return None
+        if method == "detach" and not expr.args:
+            return _FRESH
+        if method is not None and (
+            method in _GRADLESS_KEEPING or (method.endswith("_") and method not in _NOT_INPLACE)
+        ):
+            # Copies and in-place fills (`torch.empty(3).uniform_()`) of a fresh tensor.
+            assert isinstance(expr.func, cst.Attribute)
+            return _FRESH if self._gradless(expr.func.value) else None
+        if method in ("parameters", "named_parameters") and not _positional(expr):
+            assert isinstance(expr.func, cst.Attribute)
+            owner = path_parts(expr.func.value)
+            if owner is None:
+                return None
+            return Binding("params" if method == "parameters" else "named_params", owner=owner)
+        if isinstance(expr.func, cst.Name) and qualified is None:
+            name = expr.func.value
+            args = _positional(expr)
+            if name in ("list", "tuple") and len(args) == 1 and len(expr.args) == 1:
+                inner = self.classify(args[0].value)
+                return inner if inner is not None and inner.kind == "params" else None
+            classdef = self.context.class_defs().get(name)
+            if classdef is not None and self.context.is_nn_module(classdef):
+                return Binding("model", classdef=classdef)
+            return None
+        if qualified is not None and qualified.startswith("torch.nn."):
+            layer = qualified.split(".")[-1]
+            if qualified == f"torch.nn.{layer}" and (layer in _LAYERS or layer in _AFFINE_OPT_IN):
+                return Binding("layer", call=expr)
+        return None
+
+    def _gradless(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a tensor known not to require grad (so a leaf once marked)."""
+        binding = self.classify(expr)
+        return binding is not None and binding.kind == "fresh"
+
+    def resolve_attribute(self, expr: cst.Attribute) -> Binding | None:
+        """`self.w` (a parameter of this class), `self.fc.weight`, `model.fc.bias`, ..."""
+        parts = dotted_name(expr)
+        if parts is None:
+            return None
+        names = parts.split(".")
+        obj = self._resolve_object(names[:-1])
+        if obj is None:
+            return None
+        attr = names[-1]
+        if obj.kind == "model" and obj.classdef is not None:
+            found = self._class_members(obj.classdef).get(attr)
+            if found is not None and found.kind in ("leaf", "param"):
+                return Binding(found.kind, owner=tuple(names))
+            return None
+        if obj.kind == "layer" and obj.call is not None and _layer_has(obj.call, attr):
+            if names[0] == "self" and self.scope.classdef is not None:
+                # `self.fc.weight = ...` somewhere in the class replaces the parameter.
+                values = self.context.self_attributes(self.scope.classdef).get(".".join(names))
+                if values is not None and not all(
+                    (b := self._classify_member(v)) is not None and b.kind == "param"
+                    for v in values
+                ):
+                    return None
+            return Binding("param", owner=tuple(names))
+        return None
+
+    def _resolve_object(self, names: list[str]) -> Binding | None:
+        """A layer or same-file model reached through a chain of attributes."""
+        if not names:
+            return None
+        head = names[0]
+        if head == "self":
+            classdef = self.scope.classdef
+            if classdef is None:
+                return None
+            current: Binding | None = Binding("model", classdef=classdef)
+        else:
+            current = self._lookup(head)
+        for attr in names[1:]:
+            if current is None or current.kind != "model" or current.classdef is None:
+                return None
+            current = self._class_members(current.classdef).get(attr)
+        if current is None or current.kind not in ("model", "layer"):
+            return None
+        return current
+
+    def _class_members(self, classdef: cst.ClassDef) -> dict[str, Binding]:
+        """`self.<attr>` that every assignment in the class makes a parameter/layer/model."""
+        key = id(classdef)
+        cached = self._class_params.get(key)
+        if cached is not None:
+            return cached
+        cached = self._class_params[key] = {}  # guards against self-referencing classes
+        for target, values in self.context.self_attributes(classdef).items():
+            kinds = [self._classify_member(v) for v in values]
+            first = kinds[0] if kinds else None
+            if first is None or any(
+                k is None or k.kind != first.kind or k.classdef is not first.classdef for k in kinds
+            ):
+                continue
+            if first.kind == "layer" and len(kinds) > 1:
+                continue  # differently built layers may lack the parameter
+            cached[target.split(".", 1)[1]] = first
+        for attr, value in self._registered_parameters(classdef):
+            if self._classify_member(value) is not None and attr not in cached:
+                cached[attr] = Binding("param")
+        return cached
+
+    def _classify_member(self, value: cst.BaseExpression) -> Binding | None:
+        if not isinstance(value, cst.Call):
+            return None
+        saved, self.scopes = self.scopes, [_Scope(value, "function")]
+        try:
+            binding = self.classify(value)
+        finally:
+            self.scopes = saved
+        if binding is not None and binding.kind in ("leaf", "param", "layer", "model"):
+            return binding
+        return None
+
+    def _registered_parameters(
+        self, classdef: cst.ClassDef
+    ) -> list[tuple[str, cst.BaseExpression]]:
+        """`self.register_parameter("w", nn.Parameter(...))` calls in the class's methods."""
+        if "register_parameter" not in self.context.source:
+            return []
+        found = []
+        for node in iter_descendants(classdef):
+            if (
+                isinstance(node, cst.Call)
+                and dotted_name(node.func) == "self.register_parameter"
+                and len(node.args) == 2
+                and isinstance(node.args[0].value, cst.SimpleString)
+            ):
+                name = node.args[0].value.evaluated_value
+                if isinstance(name, str):
+                    found.append((name, node.args[1].value))
+        return found
+
+    # -- freezing -------------------------------------------------------------------------
+    def _record_freeze(self, expr: cst.BaseExpression) -> None:
+        if isinstance(expr, cst.Call):
+            made = self.classify(expr)  # `nn.Linear(2, 2).requires_grad_(False)`
+            if made is not None and made.kind in ("layer", "fresh", "leaf", "param"):
+                return  # a new object: no existing parameter is frozen
+        parts = path_parts(expr)
+        if parts is not None:
+            parts = self._through_loops(parts)
+        if parts is None:
+            self.frozen.append(_Freeze(("*",), self.scope.classdef, None))
+        else:
+            self.frozen.append(_Freeze(parts, self.scope.classdef, self._affected(parts)))
+
+    def _affected(self, parts: tuple[str, ...]) -> frozenset[int] | None:
+        """Same-file module classes whose parameters a freeze of `parts` may reach.
+
+        None when the frozen object is unknown (it may be an instance of any class).
+        """
+        head = parts[0]
+        if head == "self":
+            if self.scope.classdef is None:
+                return None
+            current: Binding | None = Binding("model", classdef=self.scope.classdef)
+        else:
+            current = self._lookup(head)
+            if current is not None and current.kind in ("fresh", "leaf", "param"):
+                return frozenset()  # a tensor, not a module
+        for attr in parts[1:]:
+            if current is None:
+                return None
+            if current.kind == "layer":
+                return frozenset()
+            if current.kind != "model" or current.classdef is None:
+                return None
+            member = self._class_members(current.classdef).get(attr)
+            if member is not None and member.kind in ("leaf", "param"):
+                return frozenset({id(current.classdef)})
+            current = member
+        if current is None:
+            return None
+        if current.kind == "layer":
+            return frozenset()
+        if current.kind != "model" or current.classdef is None:
+            return None
+        # The class and, through its submodule attributes, the classes nested in it.
+        found: set[int] = set()
+        pending = [current.classdef]
+        while pending:
+            classdef = pending.pop()
+            if id(classdef) in found:
+                continue
+            found.add(id(classdef))
+            for member in self._class_members(classdef).values():
+                if member.kind == "model" and member.classdef is not None:
+                    pending.append(member.classdef)
+        return frozenset(found)
+
+    def _through_loops(self, parts: tuple[str, ...]) -> tuple[str, ...] | None:
+        """Replace a loop variable by the module it walks (`p` in `model.parameters()`)."""
+        for _ in range(8):
+            head = parts[0]
+            source = None
+            for node in reversed(self.context.ancestors):
+                if isinstance(node, cst.For) and head in _target_names(node.target):
+                    source = node.iter
+                    break
+                if isinstance(node, _COMPREHENSIONS):
+                    comp: cst.CompFor | None = node.for_in
+                    while comp is not None and source is None:
+                        if head in _target_names(comp.target):
+                            source = comp.iter
+                        comp = comp.inner_for_in
+                    if source is not None:
+                        break
+                if isinstance(node, cst.FunctionDef):
+                    if head in _parameter_names(node) and head != "self":
+                        return None  # a helper freezing whatever it is given
+                    break
+            if source is None:
+                return parts
+            while isinstance(source, cst.Call) and isinstance(source.func, cst.Name):
+                args = _positional(source)
+                if len(args) != 1:
+                    return None  # zip(a, b): which one is frozen is unclear
+                source = args[0].value  # enumerate(...), list(...), zip(a, ...)
+            base = path_parts(source)
+            if base is None:
+                return None
+            if isinstance(source, cst.Call) and len(base) > 1:
+                base = base[:-1]  # `model.parameters()` -> model
+            parts = base + parts[1:]
+        return None
+
+    # -- findings -------------------------------------------------------------------------
+    def check(self, change: InPlace) -> None:
+        """Consider one in-place change at the node being visited."""
+        if self.lambda_depth or not self.scopes or self.scope.kind == "class":
+            return
+        target = change.target
+        if isinstance(target, cst.Name):
+            name = target.value
+            if name in self.scope.blocked or _comprehension_binds(self.context.ancestors, name):
+                return
+            binding = self._lookup(name)
+        elif isinstance(target, cst.Attribute):
+            binding = self.resolve_attribute(target)
+        else:
+            return
+        if binding is None or binding.kind not in ("leaf", "param") or binding.paired:
+            return
+        if self.grad_mode_here() == "off" or self._tests_requires_grad():
+            return
+        functions = tuple(
+            n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
+        )
+        text = self.context.code(target)
+        self.candidates.append(
+            _Candidate(
+                node=change.node,
+                message=_message(change.op, text, binding),
+                scopes=tuple(self.scopes),
+                functions=functions,
+                owner=binding.owner or None,
+                classdef=self.scope.classdef,
+            )
+        )
+
+    def _tests_requires_grad(self) -> bool:
+        """Inside `if p.requires_grad:`-style code: the author already checks the flag."""
+        for node in self.context.ancestors:
+            if isinstance(node, (cst.If, cst.While, cst.IfExp)) and "requires_grad" in (
+                self.context.code(node.test)
+            ):
+                return True
+        return False
+
+    def finish(self) -> list[Finding]:
+        findings = []
+        for candidate in self.candidates:
+            if any(scope.grad_off for scope in candidate.scopes):
+                continue
+            if any(
+                name in self.called_without_grad or name in _FRAMEWORK_NO_GRAD_METHODS
+                for name in candidate.functions
+            ):
+                continue
+            if candidate.owner is not None and self._maybe_frozen(
+                candidate.owner, candidate.classdef
+            ):
+                continue
+            findings.append(Finding(candidate.node, candidate.message))
+        return findings
+
+    def _maybe_frozen(self, owner: tuple[str, ...], classdef: cst.ClassDef | None) -> bool:
+        """Whether a freeze in this file may have turned `requires_grad` off for `owner`."""
+        for freeze in self.frozen:
+            frozen = freeze.parts
+            if frozen == ("*",):
+                return True
+            if owner[0] == "self" and classdef is not None:
+                if freeze.where is classdef and frozen[0] == "self":
+                    if frozen == owner[: len(frozen)] or owner == frozen[: len(owner)]:
+                        return True
+                elif freeze.affected is None or id(classdef) in freeze.affected:
+                    return True  # an instance of this class may be the frozen one
+                continue
+            if frozen == ("self",) or (set(frozen) & set(owner)) - {"self"}:
+                return True
+        return False
+
+
+def _is_false(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _layer_has(call: cst.Call, attr: str) -> bool:
+    """Whether a `torch.nn` layer built by `call` owns a `weight`/`bias` parameter."""
+    if attr not in ("weight", "bias"):
+        return False
+    func = call.func
+    layer = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func) or ""
+    flags = {a.keyword.value: a.value for a in call.args if a.keyword is not None and not a.star}
+    if any(_is_false(v) for v in _positional_values(call)):
+        return False  # e.g. `nn.Linear(4, 4, False)`
+    if layer in _AFFINE_OPT_IN and not _is_true(flags.get("affine")):
+        return False
+    for flag in ("affine", "elementwise_affine", "_freeze"):
+        value = flags.get(flag)
+        if value is not None and not (_is_true(value) if flag != "_freeze" else False):
+            return False
+    if attr == "bias":
+        value = flags.get("bias")
+        if value is not None and not _is_true(value):
+            return False
+        if layer in ("Embedding", "EmbeddingBag", "PReLU", "RMSNorm"):
+            return False
+    return True
+
+
+def _positional_values(call: cst.Call) -> list[cst.BaseExpression]:
+    return [a.value for a in _positional(call)]
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: set[str] = set()
+        for element in target.elements:
+            names |= _target_names(element.value)
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _parameter_names(node: cst.FunctionDef) -> set[str]:
+    params = node.params
+    found = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            found.add(star.name.value)
+    return found
+
+
+def _comprehension_binds(ancestors: Sequence[cst.CSTNode], name: str) -> bool:
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(node, _COMPREHENSIONS):
+            comp: cst.CompFor | None = node.for_in
+            while comp is not None:
+                if name in _target_names(comp.target):
+                    return True
+                comp = comp.inner_for_in
+    return False
+
+
+def _message(op: str, text: str, binding: Binding) -> str:
+    error = "'a leaf Variable that requires grad is being used in an in-place operation'"
+    if binding.kind == "param":
+        return (
+            f"in-place {op} on `{text}`, a parameter that requires grad: autograd raises "
+            f"{error} at this line; do the update under `with torch.no_grad():` "
+            f"(or write to `{text}.data`)"
+        )
+    return (
+        f"in-place {op} on `{text}`, a leaf tensor that requires grad: autograd raises "
+        f"{error} at this line; wrap it in `with torch.no_grad():` or compute out of place "
+        f"(`{text} = {text} + ...`)"
+    )
