@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
+    ScopeFlags,
     ScopeIndex,
     directly_backwarded,
     is_backward_call,
@@ -15,6 +16,7 @@ from torchlint.analysis.loop_phases import (
     names_in,
     scope_index,
 )
+from torchlint.context import FileContext
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
@@ -86,11 +88,42 @@ class LossAccumulatedWithGraph(Rule):
     triggers = ("backward",)
     fix_availability = "safe"
 
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._flags = ScopeFlags()
+
     def visit_Module(self, node: cst.Module) -> None:
-        self._check(node)
+        self._flags.push()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if self._flags.pop() >= {"loop", "backward", "accumulation"}:
+            self._check(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._check(node)
+        self._flags.push()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._flags.pop() >= {"loop", "backward", "accumulation"}:
+            self._check(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._flags.mark("loop")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._flags.mark("loop")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if is_backward_call(node):
+            self._flags.mark("backward")
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "append":
+            self._flags.mark("accumulation")
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._flags.mark("accumulation")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.BinaryOperation):
+            self._flags.mark("accumulation")
 
     def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))
@@ -185,19 +218,38 @@ def _accumulation(node: cst.CSTNode) -> _Accumulation | None:
 
 
 def _accumulated_name(value: cst.BaseExpression) -> cst.Name | None:
-    """`loss` in `loss`, `loss * batch_size`, `batch_size * loss`, `loss / n`."""
+    """`loss` in `loss`, `loss * batch_size`, `inputs.size(0) * loss`, `loss / n`."""
     if isinstance(value, cst.Name):
         return value
     if isinstance(value, cst.BinaryOperation) and isinstance(
         value.operator, (cst.Multiply, cst.Divide)
     ):
-        if isinstance(value.left, cst.Name) and not isinstance(value.right, cst.Name):
+        if isinstance(value.left, cst.Name) and _is_count(value.right):
             return value.left
-        if isinstance(value.right, cst.Name) and not isinstance(value.left, cst.Name):
+        if (
+            isinstance(value.operator, cst.Multiply)
+            and isinstance(value.right, cst.Name)
+            and _is_count(value.left)
+        ):
             return value.right
-        if isinstance(value.left, cst.Name) and isinstance(value.operator, cst.Multiply):
-            return None  # `a * b`: which one is the loss is unclear
     return None
+
+
+_COUNT_WORDS = ("size", "batch", "num", "count", "len", "steps", "total")
+
+
+def _is_count(expr: cst.BaseExpression) -> bool:
+    """A number of samples or a constant: `4`, `x.size(0)`, `len(batch)`, `x.shape[0]`,
+    `batch_size`, `n`."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.Call):
+        name = dotted_name(expr.func) or ""
+        return name == "len" or name.rsplit(".", 1)[-1] in ("size", "numel")
+    if isinstance(expr, cst.Subscript):
+        return (dotted_name(expr.value) or "").endswith(".shape")
+    name = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
+    return name in ("n", "bs", "k") or any(word in name for word in _COUNT_WORDS)
 
 
 def _fed_to_backward(index: ScopeIndex, backwards: list[cst.Call]) -> set[str]:

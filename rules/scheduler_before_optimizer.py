@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
+    ScopeFlags,
     ScopeIndex,
     assigned_values,
     callee_steps_optimizer,
@@ -13,6 +14,7 @@ from torchlint.analysis.loop_phases import (
     scheduler_step,
     scope_index,
 )
+from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
 
@@ -66,11 +68,34 @@ class SchedulerBeforeOptimizer(Rule):
     name = "scheduler-before-optimizer"
     triggers = (".step(",)
 
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._flags = ScopeFlags()
+
     def visit_Module(self, node: cst.Module) -> None:
-        self._check(node)
+        self._flags.push()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if self._flags.pop() >= {"loop", "step"}:
+            self._check(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._check(node)
+        self._flags.push()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._flags.pop() >= {"loop", "step"}:
+            self._check(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._flags.mark("loop")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._flags.mark("loop")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "step":
+            self._flags.mark("step")
 
     def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
+    ScopeFlags,
     ScopeIndex,
     callee_does_backward,
     is_backward_call,
@@ -12,6 +13,7 @@ from torchlint.analysis.loop_phases import (
     optimizer_step,
     scope_index,
 )
+from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
 
@@ -61,11 +63,37 @@ class StepBeforeBackward(Rule):
     name = "step-before-backward"
     triggers = ("backward",)
 
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._flags = ScopeFlags()
+
     def visit_Module(self, node: cst.Module) -> None:
-        self._check(node)
+        self._flags.push()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if self._flags.pop() >= {"loop", "step", "backward"}:
+            self._check(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._check(node)
+        self._flags.push()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._flags.pop() >= {"loop", "step", "backward"}:
+            self._check(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._flags.mark("loop")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._flags.mark("loop")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value == "step":
+                self._flags.mark("step")
+            elif is_backward_call(node):
+                self._flags.mark("backward")
 
     def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))

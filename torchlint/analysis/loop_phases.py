@@ -19,7 +19,7 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
-from torchlint.walker import iter_children
+from torchlint.walker import iter_children, iter_descendants
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 LOOPS = (cst.For, cst.While)
@@ -117,13 +117,22 @@ def is_autograd_backward(context: FileContext, call: cst.Call) -> bool:
     )
 
 
+#: Receivers whose `.backward(loss)` takes the loss as its argument (Accelerate, Fabric,
+#: DeepSpeed engines, Lightning modules, trainers).
+_BACKWARD_RUNNERS = ("accelerator", "fabric", "engine", "trainer", "strategy", "self", "model")
+
+
 def backward_operands(call: cst.Call) -> list[cst.BaseExpression]:
-    """The expressions a backward call differentiates: receiver and positional arguments."""
-    operands: list[cst.BaseExpression] = []
-    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
-        operands.append(call.func.value)
-    operands.extend(arg.value for arg in call.args if arg.keyword is None)
-    return operands
+    """The expressions a backward call differentiates: `loss` in `loss.backward(grad)`,
+    `accelerator.backward(loss)` and `self.manual_backward(loss)`."""
+    func = call.func
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+        receiver = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
+        if positional and any(word in receiver for word in _BACKWARD_RUNNERS):
+            return positional[:1]
+        return [func.value]  # positional arguments of `tensor.backward` are gradients
+    return positional[:1]
 
 
 def directly_backwarded(call: cst.Call) -> set[str]:
@@ -301,6 +310,24 @@ def mode_call(call: cst.Call) -> tuple[str, str] | None:
 
 
 # -- the per-scope index ----------------------------------------------------------------------
+
+
+class ScopeFlags:
+    """What a rule has seen so far in each open scope (module, function), so the costly
+    per-scope analysis runs only on the few scopes whose cheap signals all showed up."""
+
+    def __init__(self) -> None:
+        self._stack: list[set[str]] = []
+
+    def push(self) -> None:
+        self._stack.append(set())
+
+    def pop(self) -> set[str]:
+        return self._stack.pop() if self._stack else set()
+
+    def mark(self, flag: str) -> None:
+        if self._stack:
+            self._stack[-1].add(flag)
 
 
 class ScopeIndex:
@@ -556,3 +583,32 @@ def local_callee(
     if classdef is not None and name.startswith("self.") and name.count(".") == 1:
         return class_methods(classdef).get(name[5:])
     return None
+
+
+_without_grad: weakref.WeakKeyDictionary[FileContext, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def functions_called_without_grad(context: FileContext) -> frozenset[str]:
+    """Names of functions/methods (last name part) called anywhere in the file from inside a
+    `no_grad`-like block or a function decorated with one."""
+    cached = _without_grad.get(context)
+    if cached is not None:
+        return cached
+    found: set[str] = set()
+    for node in iter_descendants(context.module):
+        body: cst.CSTNode | None = None
+        if isinstance(node, cst.With) and any(
+            grad_mode_of(context, item.item) is not None for item in node.items
+        ):
+            body = node.body
+        elif isinstance(node, cst.FunctionDef) and decorator_grad_mode(context, node):
+            body = node.body
+        if body is None:
+            continue
+        for inner in iter_descendants(body):
+            if isinstance(inner, cst.Call):
+                name = dotted_name(inner.func)
+                if name is not None:
+                    found.add(name.rsplit(".", 1)[-1])
+    result = _without_grad[context] = frozenset(found)
+    return result

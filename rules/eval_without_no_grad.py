@@ -1,0 +1,248 @@
+"""TL503: a validation/test loop that runs the model with autograd recording."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from torchlint.analysis.loop_phases import (
+    ScopeIndex,
+    decorator_grad_mode,
+    functions_called_without_grad,
+    grad_mode_of,
+    is_autograd_backward,
+    is_model_name,
+    method_class,
+    mode_call,
+    model_called,
+    names_in,
+    optimizer_step,
+    scope_index,
+)
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_EVAL_WORDS = frozenset(
+    {"val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev"}
+)
+_LOADER_WORDS = frozenset({"loader", "dataloader", "dl", "loaders", "dataloaders"})
+_EVAL_FUNCTION_WORDS = frozenset(
+    {"val", "valid", "validate", "validation", "eval", "evaluate", "evaluation", "test"}
+)
+#: Framework hooks that already run under `torch.no_grad()` (Lightning, Ignite, HF).
+_FRAMEWORK_NO_GRAD = re.compile(
+    r"^(validation|test|predict)_(step|epoch_end)$|^on_(validation|test)"
+)
+
+
+def _words(name: str) -> list[str]:
+    return [w.lower() for part in re.split(r"[._\W]+", name) for w in _WORD.findall(part)]
+
+
+def _is_loader_word(word: str) -> bool:
+    return word in _LOADER_WORDS or word.endswith("loader")
+
+
+def _eval_loader(expr: cst.BaseExpression) -> bool:
+    """`val_loader`, `self.test_dataloader()`, `valid_dl`, `loaders["val"]` (anywhere inside
+    `enumerate(...)`, `tqdm(...)` and similar wrappers)."""
+    for node in _subexpressions(expr):
+        if isinstance(node, cst.Subscript):
+            key = node.slice[0].slice if len(node.slice) == 1 else None
+            if (
+                isinstance(key, cst.Index)
+                and isinstance(key.value, cst.SimpleString)
+                and key.value.evaluated_value in _EVAL_WORDS
+                and any(_is_loader_word(w) for w in _words(dotted_name(node.value) or ""))
+            ):
+                return True
+    for name in names_in(expr):
+        words = _words(name.rsplit(".", 1)[-1])
+        if any(w in _EVAL_WORDS for w in words) and any(_is_loader_word(w) for w in words):
+            return True
+        # `valloader`, `testloader`
+        if any(w.endswith("loader") and w[: -len("loader")] in _EVAL_WORDS for w in words):
+            return True
+    return False
+
+
+def _any_loader(expr: cst.BaseExpression) -> bool:
+    for name in names_in(expr):
+        words = _words(name.rsplit(".", 1)[-1])
+        if any(_is_loader_word(w) for w in words) and "train" not in words:
+            return True
+    return False
+
+
+def _subexpressions(expr: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, (cst.Call, cst.Subscript, cst.Attribute, cst.Arg, cst.Tuple)):
+            stack.extend(
+                child
+                for child in (
+                    [node.func, *node.args]
+                    if isinstance(node, cst.Call)
+                    else [node.value]
+                    if isinstance(node, (cst.Subscript, cst.Attribute, cst.Arg))
+                    else [e.value for e in node.elements]
+                )
+            )
+    return found
+
+
+class EvalWithoutNoGrad(Rule):
+    """
+    ## What it does
+    Checks for validation and test loops that run the model while autograd is recording:
+    no `torch.no_grad()` / `torch.inference_mode()` block around the loop or inside it, no
+    such decorator on the function, and no backward pass in the loop.
+
+    A loop counts as evaluation when it iterates a validation or test loader (`val_loader`,
+    `test_loader`, `valid_dl`, `eval_dataloader`, `loaders["val"]`), iterates a loader in
+    a function named `evaluate`/`validate`/`test`, or runs after `model.eval()` in the same
+    function. Functions called from a `no_grad` block elsewhere in the file, framework hooks
+    that are already run without grad (`validation_step`), and loops that compute
+    gradients on purpose (`torch.autograd.grad`, `requires_grad_()`) are not reported.
+
+    ## Why is this bad?
+    Every forward pass under autograd saves its activations for a backward pass that never
+    comes: evaluation uses several times the memory it needs (often running out of memory
+    on batch sizes that train fine) and runs slower. `model.eval()` does not switch autograd
+    off; it only changes dropout and batch-norm behaviour.
+
+    ## Known problems
+    A function called with `no_grad` from another module is reported; add the decorator
+    to the function itself, which also documents the intent.
+
+    ## Example
+    ```python
+    model.eval()
+    for inputs, targets in val_loader:
+        outputs = model(inputs)
+        correct += (outputs.argmax(1) == targets).sum().item()
+    ```
+
+    ## Use instead
+    ```python
+    model.eval()
+    with torch.no_grad():
+        for inputs, targets in val_loader:
+            outputs = model(inputs)
+            correct += (outputs.argmax(1) == targets).sum().item()
+    ```
+    """
+
+    code = "TL503"
+    name = "eval-without-no-grad"
+    triggers = ("val", "Val", "VAL", "test", "Test", "TEST", "dev_")
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._check(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        if decorator_grad_mode(self.context, node) is not None or _FRAMEWORK_NO_GRAD.match(name):
+            return
+        if re.match(r"^test(_|[A-Z])", name):  # unit tests
+            return
+        self._check(node)
+
+    def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
+        index = scope_index(self.context, scope, method_class(self.context, scope))
+        loops = [loop for loop in index.loops if isinstance(loop, cst.For)]
+        if not loops:
+            return
+        function_words = (
+            set(_words(scope.name.value)) if isinstance(scope, cst.FunctionDef) else set()
+        )
+        eval_function = bool(function_words & _EVAL_FUNCTION_WORDS)
+        modes = [
+            (index.order(call), found)
+            for call in index.calls
+            if (found := mode_call(call)) is not None
+        ]
+        switches = [
+            index.order(call)
+            for call in index.calls
+            if grad_mode_of(self.context, call) is not None
+            and isinstance(index.parent(index.parent(call) or call), cst.SimpleStatementLine)
+        ]
+        reported: set[int] = set()
+        for loop in loops:
+            if index.grad_mode(loop) is not None:
+                continue
+            if any(order < index.order(loop) for order in switches):
+                continue  # torch.set_grad_enabled(False) earlier in the function
+            evaluated = self._evaluated_models(index, loop, modes)
+            by_loader = _eval_loader(loop.iter) or (eval_function and _any_loader(loop.iter))
+            forward = self._first_model_call(index, loop, evaluated, by_loader)
+            if forward is None or id(forward) in reported:
+                continue
+            if not self._no_gradients_needed(index, loop):
+                continue
+            if isinstance(scope, cst.FunctionDef) and scope.name.value in (
+                functions_called_without_grad(self.context)
+            ):
+                continue
+            reported.add(id(forward))
+            self.report(
+                forward,
+                "evaluation loop runs the model with autograd recording: every batch keeps "
+                "its activations for a backward pass that never comes; wrap the loop in "
+                "`with torch.no_grad():` (or `torch.inference_mode()`)",
+            )
+
+    def _evaluated_models(
+        self,
+        index: ScopeIndex,
+        loop: cst.For,
+        modes: list[tuple[int, tuple[str, str]]],
+    ) -> set[str]:
+        """Models whose last mode switch before the loop is `.eval()`."""
+        state: dict[str, str] = {}
+        start = index.order(loop)
+        for order, (model, mode) in modes:
+            if order < start:
+                state[model] = mode
+        return {model for model, mode in state.items() if mode == "eval"}
+
+    def _first_model_call(
+        self, index: ScopeIndex, loop: cst.For, evaluated: set[str], by_loader: bool
+    ) -> cst.Call | None:
+        first = None
+        for call in index.calls:
+            if not index.in_body(loop, call):
+                continue
+            model = model_called(call)
+            if model is None or model == "self":
+                continue
+            if model in evaluated or (by_loader and is_model_name(model)):
+                if index.grad_mode(call) is not None:
+                    return None  # no_grad inside the loop
+                first = first or call
+        return first
+
+    def _no_gradients_needed(self, index: ScopeIndex, loop: cst.For) -> bool:
+        """No backward pass, optimizer step, or explicit gradient work in the loop."""
+        for node in index.nodes[index.order(loop) :]:
+            if not index.contains(loop, node):
+                break
+            if isinstance(node, cst.Call) and (
+                is_autograd_backward(self.context, node)
+                or optimizer_step(self.context, node, index.scope, index.classdef)
+            ):
+                return False
+            if isinstance(node, cst.Name) and node.value in (
+                "requires_grad",
+                "requires_grad_",
+                "enable_grad",
+                "grad",
+            ):
+                return False
+        return True

@@ -1,0 +1,280 @@
+"""TL504: a model with dropout/batch norm evaluated in training mode, or trained in eval mode."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.loop_phases import (
+    ScopeFlags,
+    ScopeIndex,
+    decorator_grad_mode,
+    grad_mode_of,
+    is_backward_call,
+    local_callee,
+    method_class,
+    mode_call,
+    model_called,
+    module_functions,
+    scope_index,
+)
+from torchlint.analysis.model_mode import (
+    UNKNOWN,
+    ModelState,
+    ModeTracker,
+    call_sites,
+    call_summary,
+    evaluated_in_method,
+)
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+
+
+class MissingEvalMode(Rule):
+    """
+    ## What it does
+    Checks for a model whose layers behave differently in training and evaluation
+    (dropout, batch norm) that is evaluated under `torch.no_grad()` /
+    `torch.inference_mode()` while still in training mode: no `model.eval()` before it in
+    the function, or in the same-file callers that pass the model in.
+
+    Also checks for the opposite mistake inside an epoch loop: `model.eval()` (directly or
+    in a same-file evaluation helper) with training in the same loop and no
+    `model.train()` anywhere in it, so every epoch after the first trains in eval mode.
+
+    The first check only reports models whose class is known: an `nn.Module` of the same
+    file whose layers include `nn.Dropout*`, `nn.BatchNorm*`, `nn.SyncBatchNorm`,
+    `nn.Transformer*Layer` (directly, through same-file submodules or base classes), an
+    `nn.Sequential` of such layers, or a torchvision CNN.
+
+    ## Why is this bad?
+    `torch.no_grad()` only stops gradient recording; it does not change the mode. In
+    training mode dropout still zeroes activations at random and batch norm normalises
+    with the statistics of the current batch (and updates its running averages with the
+    evaluation data), so validation metrics are noisy and pessimistic, predictions depend
+    on the batch they are in, and the running statistics drift. The reverse, training after
+    `model.eval()`, disables dropout and freezes batch-norm statistics for the rest of
+    training without any error.
+
+    ## Example
+    ```python
+    for epoch in range(num_epochs):
+        for inputs, targets in train_loader:
+            ...
+        model.eval()
+        with torch.no_grad():
+            val_loss = evaluate(model, val_loader)
+    ```
+
+    ## Use instead
+    ```python
+    for epoch in range(num_epochs):
+        model.train()
+        for inputs, targets in train_loader:
+            ...
+        model.eval()
+        with torch.no_grad():
+            val_loss = evaluate(model, val_loader)
+    ```
+    """
+
+    code = "TL504"
+    name = "missing-eval-mode"
+    triggers = ("eval", "no_grad", "inference_mode", "set_grad_enabled")
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._flags = ScopeFlags()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._flags.push()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._check(node, self._flags.pop())
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._flags.push()
+        if decorator_grad_mode(self.context, node) == "off":
+            self._flags.mark("no_grad")
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._check(node, self._flags.pop())
+
+    def visit_With(self, node: cst.With) -> None:
+        if any(grad_mode_of(self.context, item.item) == "off" for item in node.items):
+            self._flags.mark("no_grad")
+
+    def visit_For(self, node: cst.For) -> None:
+        self._flags.mark("loop")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._flags.mark("loop")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("eval", "train"):
+            self._flags.mark("mode")
+
+    def _check(self, scope: cst.Module | cst.FunctionDef, flags: set[str]) -> None:
+        if "no_grad" in flags:
+            index = scope_index(self.context, scope, method_class(self.context, scope))
+            self._evaluated_in_train_mode(index)
+        if "loop" in flags:
+            index = scope_index(self.context, scope, method_class(self.context, scope))
+            self._trained_in_eval_mode(index)
+
+    # -- evaluation in training mode ------------------------------------------------------
+
+    def _evaluated_in_train_mode(self, index: ScopeIndex) -> None:
+        tracker = ModeTracker(self.context, index)
+        done: set[str] = set()
+        for call in index.calls:
+            model = model_called(call)
+            if model is None or "." in model or model in done:
+                continue
+            if index.grad_mode(call) != "off":
+                continue
+            loops = index.loops_around(call)
+            if any(_runs_backward(index, loop) for loop in loops):
+                continue  # a no_grad side computation inside a training loop
+            if any(_switches_mode(index, loop, model) for loop in loops):
+                continue  # the mode changes from one iteration to the next
+            start = None
+            if isinstance(index.scope, cst.FunctionDef) and _is_parameter(index.scope, model):
+                start = self._state_from_callers(index.scope, model)
+            state = tracker.state_at(model, index.order(call), start)
+            if state.mode_layers and state.mode in (None, "train") and not state.explicit_train:
+                done.add(model)
+                self.report(
+                    call,
+                    f"{model} has dropout/batch-norm layers but is evaluated in training "
+                    f"mode (no_grad does not change the mode); call {model}.eval() first",
+                )
+
+    def _state_from_callers(self, function: cst.FunctionDef, parameter: str) -> ModelState | None:
+        """The model's state when every same-file call passes a known model in training mode."""
+        name = function.name.value
+        if module_functions(self.context).get(name) is not function:
+            return None
+        sites = call_sites(self.context).get(name, [])
+        if not sites:
+            return None
+        params = [*function.params.posonly_params, *function.params.params]
+        position = next((i for i, p in enumerate(params) if p.name.value == parameter), None)
+        for call, scope, classdef in sites:
+            argument = _argument(call, parameter, position)
+            if argument is None:
+                return None
+            site_index = scope_index(self.context, scope, classdef)
+            if any(
+                _switches_mode(site_index, loop, argument) for loop in site_index.loops_around(call)
+            ):
+                return None
+            state = ModeTracker(self.context, site_index).state_at(
+                argument, site_index.order(call), None
+            )
+            if not (
+                state.mode_layers and state.mode in (None, "train") and not state.explicit_train
+            ):
+                return None
+        return ModelState(mode_layers=True, mode=None)
+
+    # -- training in eval mode ------------------------------------------------------------
+
+    def _trained_in_eval_mode(self, index: ScopeIndex) -> None:
+        reported: set[int] = set()
+        for loop in index.loops:
+            calls = [call for call in index.calls if index.in_body(loop, call)]
+            for model in sorted(self._candidates(index, calls)):
+                evals: list[cst.Call] = []
+                switched_back = trains = False
+                for call in calls:
+                    found = mode_call(call)
+                    if found is not None:
+                        if found[0] in (model, f"{model}.module"):
+                            if found[1] == "eval":
+                                evals.append(call)
+                            else:
+                                switched_back = True
+                        continue
+                    summary = call_summary(self.context, call, model, index.classdef)
+                    if summary is None:
+                        continue
+                    if summary.mode == "eval":
+                        evals.append(call)
+                    elif summary.mode in ("train", UNKNOWN):
+                        switched_back = True
+                    elif summary.trains:
+                        trains = True
+                if not evals or switched_back or id(evals[0]) in reported:
+                    continue
+                if trains or _trains_directly(index, calls, model):
+                    reported.add(id(evals[0]))
+                    self.report(
+                        evals[0],
+                        f"{model} is switched to eval mode in this loop and never back: "
+                        f"the next iteration trains with dropout/batch norm in eval mode; "
+                        f"call {model}.train() before training",
+                    )
+
+    def _candidates(self, index: ScopeIndex, calls: list[cst.Call]) -> set[str]:
+        found: set[str] = set()
+        for call in calls:
+            mode = mode_call(call)
+            if mode is not None:
+                if mode[1] == "eval":
+                    found.add(mode[0])
+                continue
+            if local_callee(self.context, call, index.classdef) is None:
+                continue
+            found.update(
+                name
+                for arg in call.args
+                if (name := dotted_name(arg.value)) is not None and not arg.star
+            )
+            found |= evaluated_in_method(self.context, call, index.classdef)
+        return found
+
+
+def _runs_backward(index: ScopeIndex, loop: cst.For | cst.While) -> bool:
+    return any(is_backward_call(call) and index.in_body(loop, call) for call in index.calls)
+
+
+def _switches_mode(index: ScopeIndex, loop: cst.For | cst.While, model: str) -> bool:
+    for call in index.calls:
+        found = mode_call(call)
+        if found is not None and found[0] == model and index.in_body(loop, call):
+            return True
+    return False
+
+
+def _trains_directly(index: ScopeIndex, calls: list[cst.Call], model: str) -> bool:
+    """A backward pass and a forward of `model` in the same (innermost) loop."""
+    loops_with_backward = {id(index.loop_of(call)) for call in calls if is_backward_call(call)}
+    return any(
+        model_called(call) == model and id(index.loop_of(call)) in loops_with_backward
+        for call in calls
+    )
+
+
+def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
+    params = function.params
+    return any(
+        p.name.value == name
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+    )
+
+
+def _argument(call: cst.Call, parameter: str, position: int | None) -> str | None:
+    """The plain name passed for `parameter` at a call site, or None."""
+    index = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if index == position:
+                name = arg.value
+                return name.value if isinstance(name, cst.Name) else None
+            index += 1
+        elif arg.keyword.value == parameter:
+            return arg.value.value if isinstance(arg.value, cst.Name) else None
+    return None

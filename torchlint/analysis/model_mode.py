@@ -1,0 +1,470 @@
+"""Train/eval mode of models through a function, for TL504 (missing-eval-mode).
+
+Answers, at a point of a scope: which model class a name holds (and whether that class has
+layers whose behaviour depends on the mode: dropout, batch norm), and which mode the last
+`.train()` / `.eval()` left it in, following same-file helpers the model is passed to.
+Anything that cannot be followed (an unknown function the model is passed to, a rebinding
+from an unknown call) makes the answer unknown.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchlint.analysis.loop_phases import (
+    ScopeIndex,
+    is_backward_call,
+    local_callee,
+    mode_call,
+    scope_index,
+)
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.walker import iter_children, iter_descendants
+
+#: Layers that behave differently in training and evaluation mode.
+_MODE_LAYERS = frozenset(
+    {
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "FeatureAlphaDropout",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "LazyBatchNorm1d",
+        "LazyBatchNorm2d",
+        "LazyBatchNorm3d",
+        "SyncBatchNorm",
+        "RReLU",
+        "Transformer",
+        "TransformerEncoderLayer",
+        "TransformerDecoderLayer",
+    }
+)
+#: torchvision model builders whose networks contain batch norm or dropout.
+_TORCHVISION_PREFIXES = (
+    "resnet",
+    "resnext",
+    "wide_resnet",
+    "vgg",
+    "densenet",
+    "mobilenet",
+    "efficientnet",
+    "alexnet",
+    "squeezenet",
+    "inception",
+    "googlenet",
+    "shufflenet",
+    "mnasnet",
+    "regnet",
+)
+#: Methods that return the same module (so the mode and class carry over).
+_SAME_MODULE = frozenset(
+    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type"}
+)
+#: Wrappers whose result runs the wrapped module (mode is shared).
+_WRAPPERS = frozenset(
+    {
+        "torch.compile",
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "copy.deepcopy",
+    }
+)
+#: Calls that take a model and never change its mode.
+_NEUTRAL_FUNCTIONS = frozenset(
+    {"print", "len", "str", "repr", "id", "type", "isinstance", "hasattr", "getattr", "sum"}
+)
+_NEUTRAL_METHODS = frozenset(
+    {
+        "update",
+        "update_parameters",
+        "watch",
+        "log",
+        "info",
+        "debug",
+        "add_graph",
+        "append",
+        "prepare",
+        "unwrap_model",
+        "format",
+    }
+)
+
+UNKNOWN = "unknown"
+
+
+@dataclass
+class ModelState:
+    """What is known about a model name at one point."""
+
+    #: True: its class has dropout/batch norm; None: not known.
+    mode_layers: bool | None = None
+    #: "train", "eval", UNKNOWN, or None when no mode was ever set (a new module trains).
+    mode: str | None = UNKNOWN
+    #: Set by an explicit `.train()` with no backward pass after it yet (MC dropout etc.).
+    explicit_train: bool = False
+
+
+def mode_layer_classes(context: FileContext) -> frozenset[str]:
+    """Same-file nn.Module classes that contain dropout / batch norm (through their own
+    layers, same-file submodules or base classes)."""
+    cached = _classes.get(context)
+    if cached is not None:
+        return cached
+    classes = {
+        name: node for name, node in context.class_defs().items() if context.is_nn_module(node)
+    }
+    uses: dict[str, set[str]] = {}
+    found: set[str] = set()
+    for name, node in classes.items():
+        used: set[str] = {dotted_name(base.value) or "" for base in node.bases}
+        for inner in iter_descendants(node.body):
+            if not isinstance(inner, cst.Call):
+                continue
+            if _is_mode_layer(context, inner):
+                found.add(name)
+                break
+            callee = dotted_name(inner.func)
+            if callee is not None:
+                used.add(callee)
+        uses[name] = used
+    changed = True
+    while changed:
+        changed = False
+        for name, used in uses.items():
+            if name not in found and used & found:
+                found.add(name)
+                changed = True
+    result = _classes[context] = frozenset(found)
+    return result
+
+
+_classes: weakref.WeakKeyDictionary[FileContext, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _is_mode_layer(context: FileContext, call: cst.Call) -> bool:
+    qualified = context.qualified_name(call.func) or ""
+    if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] in _MODE_LAYERS:
+        return True
+    if qualified in ("torch.nn.functional.dropout", "torch.nn.functional.dropout2d"):
+        # `F.dropout(x, p, training=self.training)` follows the module's mode
+        return any(
+            arg.keyword is not None
+            and arg.keyword.value == "training"
+            and dotted_name(arg.value) == "self.training"
+            for arg in call.args
+        )
+    return False
+
+
+def built_model(context: FileContext, call: cst.Call) -> bool | None:
+    """True when `call` builds a model with dropout / batch norm, None when unknown."""
+    qualified = context.qualified_name(call.func) or ""
+    if qualified.startswith("torchvision.models."):
+        last = qualified.rsplit(".", 1)[-1]
+        return True if last.startswith(_TORCHVISION_PREFIXES) else None
+    if qualified in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+        return True if any(_is_mode_layer(context, c) for c in _calls_in(call)) else None
+    name = dotted_name(call.func)
+    if name is not None and "." not in name and name in mode_layer_classes(context):
+        return True
+    return None
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    return [n for n in iter_descendants(node) if isinstance(n, cst.Call)]
+
+
+class ModeTracker:
+    """Follows one model name through one scope in source order."""
+
+    def __init__(self, context: FileContext, index: ScopeIndex) -> None:
+        self.context = context
+        self.index = index
+
+    def state_at(self, model: str, position: int, start: ModelState | None) -> ModelState:
+        """The state of `model` just before node number `position` of the scope."""
+        state = start if start is not None else ModelState()
+        index = self.index
+        for node in index.nodes[:position]:
+            if isinstance(node, (cst.Assign, cst.AnnAssign)):
+                targets = (
+                    [t.target for t in node.targets]
+                    if isinstance(node, cst.Assign)
+                    else [node.target]
+                )
+                if any(dotted_name(t) == model for t in targets) and node.value is not None:
+                    state = self._value_state(node.value, model, index.order(node), state)
+                elif any(model in _bound_names(t) for t in targets):
+                    state = ModelState()
+            elif isinstance(node, (cst.For, cst.With)):
+                bound = (
+                    _bound_names(node.target)
+                    if isinstance(node, cst.For)
+                    else {
+                        name
+                        for item in node.items
+                        if item.asname is not None
+                        for name in _bound_names(item.asname.name)
+                    }
+                )
+                if model in bound:
+                    state = ModelState()
+            elif isinstance(node, cst.Call):
+                state = self._call_effect(node, model, state)
+        return state
+
+    def _value_state(
+        self, value: cst.BaseExpression, model: str, position: int, before: ModelState
+    ) -> ModelState:
+        chain: list[str] = []
+        while (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and (value.func.attr.value in _SAME_MODULE or mode_call(value) is not None)
+        ):
+            found = mode_call(value)
+            chain.append(found[1] if found is not None else "")
+            value = value.func.value
+        state: ModelState
+        if isinstance(value, cst.Call):
+            qualified = self.context.qualified_name(value.func) or ""
+            if qualified in _WRAPPERS and value.args and dotted_name(value.args[0].value):
+                source = dotted_name(value.args[0].value) or ""
+                state = before if source == model else self.state_at(source, position, None)
+            else:
+                built = built_model(self.context, value)
+                state = ModelState(mode_layers=built, mode=None)
+        elif dotted_name(value) is not None:
+            source = dotted_name(value) or ""
+            state = before if source == model else self.state_at(source, position, None)
+        else:
+            state = ModelState()
+        for mode in reversed(chain):  # innermost call first
+            if mode:
+                state = ModelState(state.mode_layers, mode, explicit_train=mode == "train")
+        return state
+
+    def _call_effect(self, call: cst.Call, model: str, state: ModelState) -> ModelState:
+        if state.explicit_train and is_backward_call(call):
+            return ModelState(state.mode_layers, state.mode, explicit_train=False)
+        found = mode_call(call)
+        if found is not None:
+            receiver, mode = found
+            if receiver == model or receiver == f"{model}.module":
+                return ModelState(state.mode_layers, mode, explicit_train=mode == "train")
+            return state
+        mode = call_mode_effect(self.context, call, model, self.index.classdef)
+        if mode is None:
+            return state
+        return ModelState(state.mode_layers, mode, explicit_train=False)
+
+
+def _bound_names(target: cst.CSTNode) -> set[str]:
+    name = dotted_name(target)  # type: ignore[arg-type]
+    if name is not None:
+        return {name}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for element in target.elements for n in _bound_names(element.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()
+
+
+def call_mode_effect(
+    context: FileContext, call: cst.Call, model: str, classdef: cst.ClassDef | None
+) -> str | None:
+    """The mode `call` leaves `model` in: "train", "eval", UNKNOWN, or None (unchanged)."""
+    found = call_summary(context, call, model, classdef)
+    return found.mode if found is not None else None
+
+
+def call_summary(
+    context: FileContext, call: cst.Call, model: str, classdef: cst.ClassDef | None
+) -> FunctionSummary | None:
+    """What `call` does to `model`, or None when the call does not involve it.
+
+    Follows same-file functions the model is passed to, and same-class methods for
+    `self.<model>`; any other function the model is passed to may do anything (UNKNOWN).
+    """
+    passed = _parameter_for(call, model)
+    function = local_callee(context, call, classdef)
+    if passed is None:
+        if (
+            model.startswith("self.")
+            and function is not None
+            and (dotted_name(call.func) or "").startswith("self.")
+        ):
+            return summary(context, function, model, classdef)
+        return None
+    if function is None:
+        return None if _neutral(context, call) else FunctionSummary(UNKNOWN, trains=False)
+    parameter = _parameter_name(function, call, passed)
+    if parameter is None:
+        return FunctionSummary(UNKNOWN, trains=False)
+    return summary(context, function, parameter, classdef)
+
+
+def evaluated_in_method(
+    context: FileContext, call: cst.Call, classdef: cst.ClassDef | None, depth: int = 2
+) -> set[str]:
+    """`self.<attr>` names a same-class method call switches to eval mode (directly or one
+    method further)."""
+    name = dotted_name(call.func) or ""
+    if depth == 0 or classdef is None or not name.startswith("self."):
+        return set()
+    function = local_callee(context, call, classdef)
+    if function is None:
+        return set()
+    found: set[str] = set()
+    for inner in scope_index(context, function, classdef).calls:
+        mode = mode_call(inner)
+        if mode is not None:
+            if mode[1] == "eval" and mode[0].startswith("self."):
+                found.add(mode[0])
+        elif inner is not call:
+            found |= evaluated_in_method(context, inner, classdef, depth - 1)
+    return found
+
+
+def call_sites(
+    context: FileContext,
+) -> dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]]:
+    """Calls of plain names (`evaluate(...)`) anywhere in the file, with the scope (module or
+    function) they are in and that function's class."""
+    cached = _sites.get(context)
+    if cached is not None:
+        return cached
+    found: dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]] = {}
+    stack: list[tuple[cst.CSTNode, cst.CSTNode, cst.ClassDef | None, cst.ClassDef | None]] = [
+        (child, context.module, None, None) for child in reversed(iter_children(context.module))
+    ]
+    while stack:
+        node, scope, classdef, open_class = stack.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+            found.setdefault(node.func.value, []).append((node, scope, classdef))
+        if isinstance(node, cst.FunctionDef):
+            inner_scope, inner_class, next_open = node, open_class or classdef, None
+        elif isinstance(node, cst.ClassDef):
+            inner_scope, inner_class, next_open = scope, classdef, node
+        else:
+            inner_scope, inner_class, next_open = scope, classdef, open_class
+        stack.extend(
+            (child, inner_scope, inner_class, next_open) for child in reversed(iter_children(node))
+        )
+    _sites[context] = found
+    return found
+
+
+_sites: weakref.WeakKeyDictionary[
+    FileContext, dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]]
+] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class FunctionSummary:
+    #: The mode the function leaves the model in (None: unchanged).
+    mode: str | None
+    #: Whether the function runs a backward pass.
+    trains: bool
+
+
+def summary(
+    context: FileContext,
+    function: cst.FunctionDef,
+    model: str,
+    classdef: cst.ClassDef | None,
+    depth: int = 2,
+) -> FunctionSummary:
+    """What calling `function` does to `model` (a parameter name or `self.<attr>`)."""
+    if depth == 0:
+        return FunctionSummary(UNKNOWN, trains=False)
+    index = scope_index(context, function, classdef)
+    mode: str | None = None
+    trains = False
+    for call in index.calls:
+        if is_backward_call(call):
+            trains = True
+            continue
+        found = mode_call(call)
+        if found is not None:
+            receiver, new_mode = found
+            if receiver == model or receiver == f"{model}.module":
+                mode = new_mode
+            continue
+        passed = _parameter_for(call, model)
+        inner = local_callee(context, call, index.classdef)
+        if inner is function:
+            continue  # recursion
+        if passed is not None:
+            if inner is None:
+                if not _neutral(context, call):
+                    mode = UNKNOWN
+                continue
+            parameter = _parameter_name(inner, call, passed)
+            sub = (
+                summary(context, inner, parameter, index.classdef, depth - 1)
+                if parameter is not None
+                else FunctionSummary(UNKNOWN, trains=False)
+            )
+        elif (
+            model.startswith("self.")
+            and inner is not None
+            and (dotted_name(call.func) or "").startswith("self.")
+        ):
+            sub = summary(context, inner, model, index.classdef, depth - 1)
+        else:
+            continue
+        mode = sub.mode or mode
+        trains = trains or sub.trains
+    return FunctionSummary(mode, trains)
+
+
+def _parameter_for(call: cst.Call, model: str) -> int | str | None:
+    """Position (int) or keyword (str) at which `model` itself is passed to `call`."""
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            if dotted_name(arg.value) == model:
+                return None
+            continue
+        if arg.keyword is None:
+            if dotted_name(arg.value) == model:
+                return position
+            position += 1
+        elif dotted_name(arg.value) == model:
+            return arg.keyword.value
+    return None
+
+
+def _parameter_name(
+    function: cst.FunctionDef, call: cst.Call, passed: int | str | None
+) -> str | None:
+    if passed is None:
+        return None
+    if isinstance(passed, str):
+        names = [p.name.value for p in (*function.params.params, *function.params.kwonly_params)]
+        return passed if passed in names else None
+    params = [*function.params.posonly_params, *function.params.params]
+    if (dotted_name(call.func) or "").startswith("self.") and params:
+        params = params[1:]
+    return params[passed].name.value if passed < len(params) else None
+
+
+def _neutral(context: FileContext, call: cst.Call) -> bool:
+    qualified = context.qualified_name(call.func) or ""
+    if qualified.startswith(("torch.", "copy.", "logging.")):
+        return True
+    name = dotted_name(call.func) or ""
+    if "." not in name:
+        return name in _NEUTRAL_FUNCTIONS
+    return name.rsplit(".", 1)[-1] in _NEUTRAL_METHODS
