@@ -76,8 +76,15 @@ class BatchNotMovedToDevice(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         # `batch = next(iter(loader))` / `it = iter(loader)`
-        if isinstance(node.func, cst.Name) and node.func.value in ("next", "iter"):
-            self._mark_scope()
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in ("next", "iter") and node.args:
+            inner = node.args[0].value
+            if func.value == "next" and isinstance(inner, cst.Call):
+                inner = inner.args[0].value if inner.args else inner
+            if isinstance(inner, cst.Name) and func.value == "next":
+                self._mark_scope()  # `next(it)` with `it = iter(loader)`: checked later
+            elif self._may_be_loader(inner):
+                self._mark_scope()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         if id(node) in self._scopes:

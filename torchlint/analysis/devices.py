@@ -112,7 +112,7 @@ def move_kind(context: FileContext, call: cst.Call) -> str | None:
     if method == "type_as":
         return "device"
     if method == "type":
-        return "device" if "cuda" in context.code(call).lower() else "dtype"
+        return _type_kind(context, call)
     if method != "to":
         return None
     device = keyword(call, "device")
@@ -122,6 +122,28 @@ def move_kind(context: FileContext, call: cst.Call) -> str | None:
     if not args:
         return "dtype"  # `.to(dtype=...)`, `.to(memory_format=...)`
     return device_arg_kind(context, args[0].value)
+
+
+def _type_kind(context: FileContext, call: cst.Call) -> str | None:
+    """`.type(torch.float32)` stays put; `.type(torch.cuda.FloatTensor)` and
+    `.type(other.type())` (whatever `other` is on) may move; `.type()` is a query."""
+    args = positional(call)
+    if not args:
+        dtype = keyword(call, "dtype")
+        return None if dtype is None else _type_kind_of(context, dtype.value)
+    return _type_kind_of(context, args[0].value)
+
+
+def _type_kind_of(context: FileContext, expr: cst.BaseExpression) -> str:
+    text = string_value(expr)
+    if text is not None:
+        return "device" if "cuda" in text else "dtype"
+    qualified = context.qualified_name(expr)
+    if qualified is not None and qualified.startswith("torch."):
+        if qualified.startswith("torch.cuda."):
+            return "device"
+        return "dtype"  # `torch.float32`, `torch.FloatTensor`
+    return "device"
 
 
 def device_argument(context: FileContext, call: cst.Call) -> str | None:
@@ -464,6 +486,7 @@ class LoaderFlow:
         self.outputs: dict[str, ModelMove] = {}
         self.reported: set[tuple[int, str]] = set()
         self.findings: list[UnmovedBatch] = []
+        self._assignments: list[tuple[list[cst.BaseExpression], cst.BaseExpression]] = []
 
     # -- entry ----------------------------------------------------------------------------------
     def run(self) -> list[UnmovedBatch]:
@@ -492,18 +515,22 @@ class LoaderFlow:
                     if isinstance(node, cst.Assign)
                     else [node.target]
                 )
-                wrapping = _INPUT_MOVING_WRAPPER.search(self.context.code(node.value))
-                for target in targets:
-                    for name in _flat_dotted(target):
-                        if wrapping:
-                            self.wrapped.add(name)
+                self._assignments.append((targets, node.value))
                 link, _ = self._device_link(node.value)
-                if link is None or wrapping:
+                if link is None:
                     continue
                 for target in targets:
                     name = dotted_name(target)
                     if name is not None:
                         self._add_move(name, link, index)
+        # Wrapped models (`DataParallel(model)`, `accelerator.prepare(model)`): read the source
+        # of assignments only for names that are moved somewhere.
+        for targets, value in self._assignments:
+            names = [n for target in targets for n in _flat_dotted(target)]
+            if any(n in self.moves for n in names) and _INPUT_MOVING_WRAPPER.search(
+                self.context.code(value)
+            ):
+                self.wrapped.update(names)
 
     def _collect_class_moves(self) -> None:
         assert self.classdef is not None
@@ -619,14 +646,14 @@ class LoaderFlow:
                 isinstance(collate.value, cst.Name) and collate.value.value == "None"
             ):
                 return True
-            dataset = keyword(value, "dataset")
-            args = positional(value)
-            source = dataset.value if dataset is not None else args[0].value if args else None
-            dataset_name = dotted_name(source) if source is not None else None
-            if dataset_name is not None and any(
-                _DEVICE_LOADER.search(self.context.code(v)) for v in self._values_of(dataset_name)
-            ):
-                return True
+            # The dataset (`TensorDataset(x, y)` with `x = x.to(device)` earlier) may already
+            # be on the device: look one assignment back from every name in the call.
+            for name_node in iter_descendants(value):
+                if isinstance(name_node, cst.Name) and any(
+                    _DEVICE_LOADER.search(self.context.code(v))
+                    for v in self._values_of(name_node.value)
+                ):
+                    return True
         return False
 
     # -- the walk -----------------------------------------------------------------------------
@@ -795,6 +822,13 @@ class LoaderFlow:
                 if expr.attr.value in _NON_TENSOR_ATTRS:
                     return None
                 expr = expr.value
+            elif (
+                isinstance(expr, cst.Call)
+                and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] == "Variable"
+                and expr.args
+                and not contains_mover(self.context, expr)
+            ):
+                expr = expr.args[0].value  # the pre-0.4 `Variable(x)` wrapper stays put
             elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
                 method = expr.func.attr.value
                 if method in ("to", "type"):
@@ -1011,6 +1045,44 @@ _COMBINING_FUNCTIONS = frozenset(
         "masked_fill",
     ]
 )
+#: `torch.nn.functional` functions that need their tensor arguments on one device (not
+#: `interpolate`/`pad`, whose extra arguments are sizes; not `ctc_loss`, which moves targets).
+_COMBINING_FUNCTIONAL = frozenset(
+    [
+        "linear",
+        "bilinear",
+        "embedding",
+        "embedding_bag",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "cross_entropy",
+        "nll_loss",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+        "cosine_similarity",
+        "pairwise_distance",
+        "grid_sample",
+        "layer_norm",
+        "group_norm",
+        "batch_norm",
+        "scaled_dot_product_attention",
+    ]
+)
+#: `torch.nn` layers whose weights meet every tensor passed in.
+_LAYER_WITH_WEIGHTS = re.compile(
+    r"^(Lazy)?(Linear|Bilinear|Conv\dd|ConvTranspose\dd|Embedding|EmbeddingBag|LSTM|GRU|RNN|"
+    r"LSTMCell|GRUCell|RNNCell|BatchNorm\dd|LayerNorm|GroupNorm|InstanceNorm\dd|RMSNorm|"
+    r"MultiheadAttention|Transformer\w*|PReLU|Sequential)$"
+)
 #: Tensor methods that combine the receiver with tensor arguments.
 _COMBINING_METHODS = frozenset(
     [
@@ -1180,6 +1252,9 @@ class ForwardFlow:
         self.env: dict[str, Kind] = {}
         self.tensors: set[str] = set()
         self.submodules: set[str] = set()
+        #: `torch.nn` layers with weights, and other `torch.nn` modules (losses, activations).
+        self.layers: set[str] = set()
+        self.builtins: set[str] = set()
         self.flagged: dict[int, _Cpu] = {}
         self.params: list[str] = []
 
@@ -1212,11 +1287,16 @@ class ForwardFlow:
                 last = qualified.rsplit(".", 1)[-1]
                 if qualified.startswith("torch.nn") and last in ("Parameter", "Buffer"):
                     self.tensors.add(name)
+                elif qualified.startswith("torch.nn.") and _LAYER_WITH_WEIGHTS.match(last):
+                    self.layers.add(name)
+                    self.submodules.add(name)
                 elif (
                     qualified.startswith("torch.nn.")
                     and last[:1].isupper()
                     and not last.startswith(("Parameter", "Module"))
+                    and last != "CTCLoss"  # moves CPU targets to the log-probs' device
                 ):
+                    self.builtins.add(name)
                     self.submodules.add(name)
                 else:
                     local = context.class_defs().get(dotted_name(value.func) or "")
@@ -1353,6 +1433,10 @@ class ForwardFlow:
                 self._eval_slice(element)
             if isinstance(base, _Seq):
                 return _merge(list(base.items))
+            if isinstance(base, _Cpu) and not any(
+                isinstance(e.slice, cst.Slice) or _is_none(e.slice) for e in expr.slice
+            ):
+                return None  # `t[0]` may be a 0-dim tensor, which mixes with device tensors
             return base
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.eval(expr.left), self.eval(expr.right)
@@ -1464,9 +1548,9 @@ class ForwardFlow:
             if device is not None:
                 return None if device_arg_kind(context, device.value) == "cpu" else _DEV
             short = qualified.rsplit(".", 1)[-1]
-            if qualified.startswith("torch.nn.functional.") or (
-                qualified == f"torch.{short}" and short in _COMBINING_FUNCTIONS
-            ):
+            if (
+                qualified.startswith("torch.nn.functional.") and short in _COMBINING_FUNCTIONAL
+            ) or (qualified == f"torch.{short}" and short in _COMBINING_FUNCTIONS):
                 return self._combine(kinds)
             if qualified.startswith(("torch.nn.utils", "torch.jit", "torch.onnx")):
                 return None
@@ -1476,9 +1560,13 @@ class ForwardFlow:
         callee = dotted_name(func)
         if callee is not None and callee.startswith("self.") and callee.count(".") == 1:
             kinds = self._args(call)
-            if callee in self.submodules:
+            if callee in self.layers:
                 self._flag_all(kinds)  # a CPU tensor fed to a layer meets its weights
                 return _DEV
+            if callee in self.builtins:  # a loss, an activation: its inputs meet each other
+                return self._combine(kinds)
+            if callee in self.submodules:  # a module of this file may take CPU shape tensors
+                return _DEV if _DEV in kinds else None
             return None
         if isinstance(func, cst.Attribute):
             return self._method(call, func)
@@ -1541,6 +1629,14 @@ class ForwardFlow:
         for kind in kinds:
             if isinstance(kind, _Cpu):
                 self.flagged.setdefault(id(kind.call), kind)
+
+
+def _is_none(index: cst.BaseSlice) -> bool:
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.Name)
+        and index.value.value == "None"
+    )
 
 
 def _flatten(kind: Kind) -> list[Kind]:
