@@ -295,7 +295,7 @@ class _ClassAnalysis:
         for site in sites:
             if site.assigned:
                 kind = self._plain_kind(site.value, site.method)
-                if kind is None:
+                if kind is None or _hides_one(site.value):
                     continue
                 elements = self._container_elements(site.value, site.method, 0)
             else:
@@ -314,8 +314,13 @@ class _ClassAnalysis:
                     )
         return list(findings.values())
 
-    def _plain_kind(self, value: cst.BaseExpression, method: cst.FunctionDef) -> str | None:
-        """'list'/'tuple'/'dict'/'set' when `value` builds a plain container."""
+    def _plain_kind(
+        self, value: cst.BaseExpression, method: cst.FunctionDef, local: bool = True
+    ) -> str | None:
+        """'list'/'tuple'/'dict'/'set' when `value` builds a plain container.
+
+        `local`: also follow a local variable to the container it was built as.
+        """
         if isinstance(value, (cst.List, cst.ListComp)):
             return "list"
         if isinstance(value, cst.Tuple):
@@ -327,17 +332,19 @@ class _ClassAnalysis:
         if isinstance(value, cst.BinaryOperation) and isinstance(
             value.operator, (cst.Add, cst.Multiply)
         ):
-            return self._plain_kind(value.left, method) or self._plain_kind(value.right, method)
+            return self._plain_kind(value.left, method, False) or self._plain_kind(
+                value.right, method, False
+            )
         if (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Name)
             and self.context.qualified_name(value.func) is None
         ):
             return _BUILDERS.get(value.func.value)
-        if isinstance(value, cst.Name):
-            local = self._local_container(value, method)
-            if local is not None:
-                return self._plain_kind(local[0], method)
+        if isinstance(value, cst.Name) and local:
+            found = self._local_container(value, method)
+            if found is not None:
+                return self._plain_kind(found[0], method, False)
         return None
 
     def _container_elements(
@@ -488,7 +495,7 @@ class _ClassAnalysis:
         if len(values) != 1 or name.value in self.context.class_defs():
             return None
         initial = values[0]
-        if isinstance(initial, cst.Name) or self._plain_kind(initial, method) is None:
+        if self._plain_kind(initial, method, False) is None:
             return None
         added: list[tuple[cst.BaseExpression, bool]] = [(initial, True)]
         uses = 0
@@ -550,6 +557,12 @@ def _has_state(context: FileContext, classdef: cst.ClassDef, seen: set[str]) -> 
             if isinstance(inner, cst.Attribute) and inner.attr.value.startswith("register_"):
                 return True
     return False
+
+
+def _hides_one(value: cst.BaseExpression) -> bool:
+    """`self.teacher = [teacher]`: a one-element list or tuple is the usual way to keep a
+    module out of `parameters()` and `state_dict()` on purpose."""
+    return isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1
 
 
 def _is_setting(value: cst.BaseExpression) -> bool:

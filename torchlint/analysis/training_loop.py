@@ -351,6 +351,13 @@ def clears_by_name(name: str) -> bool:
     return "grad" in lower and any(w in lower for w in ("zero", "clear", "reset"))
 
 
+def _is_optim_word(word: str) -> bool:
+    """`optimizer`, `optimizerG`, `optimiser`, but not `optimal` or `optimize_for`."""
+    if word.startswith(("optimizer", "optimiser")):
+        return True
+    return word.startswith("optim") and not word.startswith(("optimal", "optimiz", "optimis"))
+
+
 def _words(name: str) -> list[str]:
     return [w.lower() for w in _WORDS.findall(name)]
 
@@ -470,7 +477,7 @@ class TrainingLoops:
             words = _words(last)
             if "sched" in last.lower() or "scheduler" in words or "lr" in words:
                 return False
-            if "optim" in last.lower() or _OPTIMIZER_TOKENS.intersection(words):
+            if _OPTIMIZER_TOKENS.intersection(words) or any(_is_optim_word(w) for w in words):
                 return True
             if any(self._is_optimizer_constructor(v) for v in self.values_of(name, scope)):
                 return True
