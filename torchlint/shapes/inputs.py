@@ -382,8 +382,12 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
 # -- inference from the source, when the trace stops before the first layer -------------------
 
 
-def infer_from_source(model: nn.Module, index: int) -> list[InputPlan] | None:
-    """Find the first `self.layer(x)` call on the input in forward's source (fallback)."""
+def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[InputPlan] | None:
+    """Find the first `self.layer(x)` call on the input in forward's source (fallback).
+
+    Used when tracing stops before the first layer. Custom submodules are followed into
+    their own forward (through positional or keyword arguments), a few levels deep.
+    """
     try:
         source = textwrap.dedent(inspect.getsource(type(model).forward))
         function = ast.parse(source).body[0]
@@ -394,17 +398,28 @@ def infer_from_source(model: nn.Module, index: int) -> list[InputPlan] | None:
     params = [a.arg for a in function.args.posonlyargs + function.args.args][1:]
     if index >= len(params):
         return None
-    names = {params[index]}
+    # Variables holding the input, with the reshaping steps applied to it on the way.
+    names: dict[str, list[tuple[str, list[Any]]]] = {params[index]: []}
+    loops: dict[str, str] = {}  # `for layer in self.layers:` -> layer is "layers.0"
     for node in _walk_in_order(function):
-        if isinstance(node, ast.Assign) and _is_passthrough_value(node.value, names):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        if not isinstance(node, ast.Call) or not node.args or not _mentions(node.args[0], names):
-            continue
-        if not _same_rank_use(node.args[0], names):
+        if isinstance(node, ast.For):
+            _note_loop(node, loops)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            value_steps = _derived(node.value, names)
+            target = node.targets[0]
+            if value_steps is not None and isinstance(target, ast.Name):
+                names[target.id] = value_steps
+        if not isinstance(node, ast.Call):
             continue
         target = _self_attribute(node.func)
+        if target is None and isinstance(node.func, ast.Name):
+            target = loops.get(node.func.id)
         if target is None:
             continue
+        where = _argument_slot(node, names)
+        if where is None:
+            continue
+        slot, steps = where
         try:
             module = model.get_submodule(target)
         except AttributeError:
@@ -412,13 +427,119 @@ def infer_from_source(model: nn.Module, index: int) -> list[InputPlan] | None:
         while isinstance(module, nn.Sequential) and len(module):
             module = module[0]
         found = module_templates(module)
-        if found is None:
-            if isinstance(module, _PASS_MODULES):
-                continue
+        if found is not None:
+            if slot not in (0, _first_param(module)):
+                return None
+            templates, dtype = found
+            plans = []
+            for template in templates:
+                shape = _invert(list(template), steps)
+                if shape is not None:
+                    plans.append(InputPlan([TensorSpec(shape, dtype)]))
+            return plans or None
+        if isinstance(module, _PASS_MODULES):
+            continue
+        if type(module).__module__.startswith("torch.") or depth >= 4:
             return None
-        templates, dtype = found
-        return [InputPlan([TensorSpec(list(t), dtype)]) for t in templates]
+        position = slot if isinstance(slot, int) else _param_index(module, slot)
+        if position is None:
+            return None
+        inner = infer_from_source(module, position, depth + 1)
+        if not inner or not steps:
+            return inner
+        plans = []
+        for plan in inner:
+            shape = _invert(plan.specs[0].dims, steps)
+            if shape is not None:
+                plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
+        return plans or None
     return None
+
+
+def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
+    iterable, target = node.iter, node.target
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "enumerate"
+        and iterable.args
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+    ):
+        iterable, target = iterable.args[0], target.elts[1]
+    container = _self_attribute(iterable)
+    if container is not None and isinstance(target, ast.Name):
+        loops[target.id] = f"{container}.0"
+
+
+def _derived(
+    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]]
+) -> list[tuple[str, list[Any]]] | None:
+    """The steps from an input variable to this expression, if it only reshapes simply."""
+    if isinstance(node, ast.Name):
+        return list(names[node.id]) if node.id in names else None
+    if isinstance(node, ast.Subscript):
+        base = _derived(node.value, names)
+        if base is None:
+            return None
+        index = node.slice
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        steps = list(base)
+        for position, part in enumerate(parts):
+            if isinstance(part, ast.Constant) and part.value is None:
+                steps.append(("unsqueeze", [position]))
+            elif not isinstance(part, ast.Slice):
+                return None
+        return steps
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        base = _derived(node.func.value, names)
+        if base is None:
+            return None
+        method = node.func.attr
+        if method in PASS_OPS:
+            return base
+        if method in ("unsqueeze", "transpose", "permute") and not node.keywords:
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if len(args) == len(node.args) and all(isinstance(a, int) for a in args):
+                return [*base, (method, args)]
+    return None
+
+
+def _argument_slot(
+    call: ast.Call, names: dict[str, list[tuple[str, list[Any]]]]
+) -> tuple[int | str, list[tuple[str, list[Any]]]] | None:
+    """Which argument of a call carries the input (position or keyword), and its steps."""
+    for position, arg in enumerate(call.args):
+        steps = _derived(arg, names)
+        if steps is not None:
+            return position, steps
+    for keyword in call.keywords:
+        steps = _derived(keyword.value, names) if keyword.arg else None
+        if steps is not None and keyword.arg:
+            return keyword.arg, steps
+    return None
+
+
+def _forward_params(module: nn.Module) -> list[str]:
+    try:
+        signature = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def _first_param(module: nn.Module) -> str | None:
+    params = _forward_params(module)
+    return params[0] if params else None
+
+
+def _param_index(module: nn.Module, keyword: str) -> int | None:
+    params = _forward_params(module)
+    return params.index(keyword) if keyword in params else None
 
 
 def _walk_in_order(node: ast.AST) -> list[ast.AST]:
@@ -437,33 +558,6 @@ def _walk_in_order(node: ast.AST) -> list[ast.AST]:
 
 def _depth(node: ast.AST) -> int:
     return sum(1 for _ in ast.walk(node))
-
-
-def _same_rank_use(node: ast.AST, names: set[str]) -> bool:
-    """`x`, or `x[a:b]` / `x[:, 1:]` (slices keep the number of dimensions)."""
-    if isinstance(node, ast.Name):
-        return node.id in names
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        index = node.slice
-        parts = index.elts if isinstance(index, ast.Tuple) else [index]
-        return node.value.id in names and all(isinstance(p, ast.Slice) for p in parts)
-    return False
-
-
-def _mentions(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
-
-
-def _is_passthrough_value(value: ast.AST, names: set[str]) -> bool:
-    if isinstance(value, ast.Name):
-        return value.id in names
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in PASS_OPS
-    ):
-        return _is_passthrough_value(value.func.value, names)
-    return False
 
 
 def _self_attribute(func: ast.AST) -> str | None:
