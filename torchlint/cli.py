@@ -167,6 +167,8 @@ def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]
         out = sys.stdout
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if not result.files and not args.stdin_filename:
+        print("warning: no Python files or notebooks found under the given paths", file=sys.stderr)
     if args.verbose:
         print(
             f"torchlint: checked {len(result.files)} files, {result.cached} from the cache",

@@ -277,15 +277,34 @@ def _settings(config: Config, relative: str, overrides: Overrides) -> FileSettin
     return FileSettings(enabled=codes, config=config)
 
 
-def is_excluded(path: Path, overrides: Overrides | None = None) -> bool:
-    """Whether configured (or default) excludes cover `path`, by any of its components."""
+def is_excluded(
+    path: Path, overrides: Overrides | None = None, *, within: Path | None = None
+) -> bool:
+    """Whether configured (or default) excludes cover `path`, by any of its components.
+
+    Paths are matched relative to the configuration's folder. A path outside it is matched
+    relative to `within` (the folder being walked), so that linting a folder that itself lies
+    under an excluded name (`site-packages/torch`) checks what is in it.
+    """
     overrides = overrides or Overrides()
     config = config_for(path, overrides)
     spec = _spec(config.exclude + config.extend_exclude + overrides.extend_exclude)
-    relative = _relative(path, overrides)
+    absolute = _absolute(path)
+    try:
+        relative = absolute.relative_to(config.root).as_posix()
+    except ValueError:
+        base = _absolute(within) if within is not None else absolute.parent
+        try:
+            relative = absolute.relative_to(base).as_posix()
+        except ValueError:
+            relative = absolute.name
     return spec.match_file(relative) or any(
         spec.match_file(part + "/") for part in _parents(relative)
     )
+
+
+def _absolute(path: Path) -> Path:
+    return path.resolve() if path.exists() else Path.cwd() / path
 
 
 def is_included(path: Path, overrides: Overrides | None = None) -> bool:

@@ -48,6 +48,8 @@ def discover(
 def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[Path]) -> None:
     visited_dirs: set[tuple[int, int]] = set()
     ignores = _ancestor_gitignores(root)
+    if _ignored(root, ignores, True):
+        ignores = []  # the user named an ignored folder: lint it, honouring only its own files
     stack: list[tuple[Path, list[_Ignore]]] = [(root, ignores)]
     exclude_cache: dict[Path, bool] = {}
     while stack:
@@ -78,7 +80,7 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                 is_dir = False
             if is_dir:
                 if not _ignored(path, ignores, True) and not _excluded(
-                    path, overrides, exclude_cache
+                    path, overrides, root, exclude_cache
                 ):
                     subdirs.append(path)
                 continue
@@ -86,7 +88,7 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                 path not in seen
                 and is_included(path, overrides)
                 and not _ignored(path, ignores, False)
-                and not is_excluded(path, overrides)
+                and not is_excluded(path, overrides, within=root)
             )
             if wanted:
                 seen.add(path)
@@ -94,9 +96,9 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
         stack.extend((d, ignores) for d in reversed(subdirs))
 
 
-def _excluded(path: Path, overrides: Overrides | None, cache: dict[Path, bool]) -> bool:
+def _excluded(path: Path, overrides: Overrides | None, root: Path, cache: dict[Path, bool]) -> bool:
     if path not in cache:
-        cache[path] = is_excluded(path / "__dir__", overrides)
+        cache[path] = is_excluded(path / "__dir__", overrides, within=root)
     return cache[path]
 
 

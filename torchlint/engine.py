@@ -11,12 +11,12 @@ import warnings
 from collections.abc import Callable, Collection
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchlint.context import FileContext, Report
 from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
 from torchlint.names import ImportMap, top_level_imports
 from torchlint.noqa import apply_suppressions
+from torchlint.positions import locate
 from torchlint.registry import all_rules
 from torchlint.rule import Rule
 from torchlint.source import UndecodableSource, decode
@@ -121,34 +121,30 @@ def _guarded(
 def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
     if not reports:
         return []
-    positions = MetadataWrapper(context.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    nodes = [r.node for r in reports]
+    for report in reports:
+        if report.fix is not None:
+            nodes.extend(old for old, _ in report.fix.replacements)
+    spans = locate(context.module, nodes)
     diagnostics = []
     for report in reports:
-        span = positions[report.node]
+        start_line, start_column, end_line, end_column = spans[report.node]
         fix = None
         if report.fix is not None:
             edits = []
             for old, new in report.fix.replacements:
-                where = positions[old]
                 text = new if isinstance(new, str) else context.module.code_for_node(new)
-                edits.append(
-                    Edit(
-                        where.start.line,
-                        where.start.column + 1,
-                        where.end.line,
-                        where.end.column + 1,
-                        text,
-                    )
-                )
+                a, b, c, d = spans[old]
+                edits.append(Edit(a, b + 1, c, d + 1, text))
             edits.extend(Edit(line, 1, line, 1, text) for line, text in report.fix.insertions)
             fix = Fix(report.fix.message, tuple(edits), report.fix.safe)
         diagnostics.append(
             Diagnostic(
                 path=context.path,
-                line=span.start.line,
-                column=span.start.column + 1,
-                end_line=span.end.line,
-                end_column=span.end.column + 1,
+                line=start_line,
+                column=start_column + 1,
+                end_line=end_line,
+                end_column=end_column + 1,
                 code=report.rule.code,
                 name=report.rule.name,
                 message=report.message,
@@ -163,10 +159,8 @@ def _internal_error(
     context: FileContext, rule: type[Rule], node: cst.CSTNode, exc: BaseException
 ) -> Diagnostic:
     try:
-        span = MetadataWrapper(context.module, unsafe_skip_copy=True).resolve(PositionProvider)[
-            node
-        ]
-        line, column = span.start.line, span.start.column + 1
+        line, column, _, _ = locate(context.module, [node])[node]
+        column += 1
     except Exception:
         line, column = 1, 1
     return Diagnostic(
