@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from torchlint.analysis.call_args import is_true, keyword, positional
+from torchlint.analysis.test_paths import is_test_file
 from torchlint.diagnostic import Severity
 from torchlint.rule import Rule
 
@@ -16,13 +15,7 @@ _SET = frozenset(
 _CONTEXT = frozenset(
     {"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"}
 )
-_TEST_PATH = re.compile(
-    r"(^|[/\\])(tests?|testing)[/\\]|(^|[/\\])(test_[^/\\]*|[^/\\]*_test|conftest)\.py$"
-)
-
-
-def is_test_file(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
+_DEBUG_WORDS = ("anomaly", "debug", "check")
 
 
 class AnomalyDetectionEnabled(Rule):
@@ -32,8 +25,9 @@ class AnomalyDetectionEnabled(Rule):
     `torch.autograd.set_detect_anomaly(True)` and `torch.autograd.detect_anomaly()` (as a
     context manager or decorator). Files under a `tests/` directory or named `test_*.py`,
     `*_test.py` or `conftest.py`, calls with a non-literal flag
-    (`set_detect_anomaly(args.debug)`) and calls inside an `if` block (a debug switch) are
-    not reported; `set_detect_anomaly(False)` is fine.
+    (`set_detect_anomaly(args.debug)`), calls inside an `if` block (a debug switch) and
+    calls inside a function named for debugging (`debug_step`, `check_numerics`,
+    `run_with_anomaly`) are not reported; `set_detect_anomaly(False)` is fine.
 
     ## Why is this bad?
     Anomaly detection records a Python stack trace for every autograd operation and checks
@@ -83,9 +77,17 @@ class AnomalyDetectionEnabled(Rule):
             )
         else:
             return
-        if is_test_file(self.context.path) or self._conditional():
+        if is_test_file(self.context.path) or self._conditional() or self._debug_function():
             return
         self.report(node, message)
+
+    def _debug_function(self) -> bool:
+        """Inside a function whose name says it is a debugging or checking aid."""
+        return any(
+            isinstance(node, cst.FunctionDef)
+            and any(word in node.name.value.lower() for word in _DEBUG_WORDS)
+            for node in self.context.ancestors
+        )
 
     def _conditional(self) -> bool:
         """Inside an `if` (other than `if __name__ == "__main__":`): a debug switch."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_args import has_star_args, has_star_kwargs, keyword, positional
+from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext
 from torchlint.diagnostic import Severity
 from torchlint.names import dotted_name
@@ -13,6 +14,7 @@ from torchlint.rule import Rule
 _DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...)
 _NUM_WORKERS_POSITION = 5
+_EVAL_WORDS = ("test", "val", "eval")
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip"})
 
 
@@ -22,7 +24,8 @@ class DataLoaderSyncLoading(Rule):
     Checks for a training `DataLoader(...)` that passes no `num_workers` (or
     `num_workers=0`) in a script with a training loop, that is a loop calling `.backward()`.
     The loader counts as a training loader when that loop iterates over it, when it is
-    assigned to a name containing `train`, or when it shuffles (`shuffle=True`).
+    assigned to a name containing `train`, or when it shuffles (`shuffle=True`) and its name
+    does not say `test`/`val`/`eval`. Test files are not checked.
 
     Off by default: small in-memory datasets load fine in the main process.
 
@@ -95,14 +98,16 @@ class DataLoaderSyncLoading(Rule):
                     self._loop_calls.add(id(iterable))
 
     def leave_Module(self, node: cst.Module) -> None:
-        if not self._has_training_loop:
+        if not self._has_training_loop or is_test_file(self.context.path):
             return
         for call, assigned in self._loaders:
+            name = (assigned or "").lower()
+            evaluation = any(word in name for word in _EVAL_WORDS)
             if not (
                 id(call) in self._loop_calls
                 or (assigned is not None and assigned in self._loop_iterables)
-                or (assigned is not None and "train" in assigned.lower())
-                or _shuffles(call)
+                or "train" in name
+                or (_shuffles(call) and not evaluation)
             ):
                 continue
             self.report(

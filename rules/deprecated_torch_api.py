@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.call_args import (
@@ -29,6 +31,8 @@ from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+
+_VERSION_CHECK = re.compile(r"version|hasattr|TORCH_|torch_(?:ge|gt|lt|le|greater|less)", re.I)
 
 
 class DeprecatedTorchApi(Rule):
@@ -98,13 +102,30 @@ class DeprecatedTorchApi(Rule):
         api = BY_NAME.get(self.context.qualified_name(node) or "")
         if api is None or not is_deprecated_for(api, self._target):
             return
-        if self._inside_import_or_target(node):
+        if self._inside_import_or_target(node) or not self._is_use(node):
             return
         call = self._called(node)
+        if api.calls_only and call is None:
+            return
+        if self._compatibility_fallback() or self._reassigned_alias(node):
+            return
         self.report(node, self._message(api), fix=self._fix(api, node, call))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # `Variable(x)` after `from torch.autograd import Variable`: the import itself is
+        # fine (the class is still used for isinstance checks), only the call is deprecated.
+        if not isinstance(node.func, cst.Name):
+            return
+        api = BY_NAME.get(self.context.qualified_name(node.func) or "")
+        if api is None or not api.calls_only or not is_deprecated_for(api, self._target):
+            return
+        if not self._compatibility_fallback():
+            self.report(node.func, self._message(api))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or isinstance(node.names, cst.ImportStar):
+            return
+        if self._compatibility_fallback():
             return
         module = dotted_name(node.module)
         if module is None:
@@ -112,7 +133,7 @@ class DeprecatedTorchApi(Rule):
         for alias in node.names:
             name = dotted_name(alias.name)
             api = BY_NAME.get(f"{module}.{name}")
-            if api is not None and is_deprecated_for(api, self._target):
+            if api is not None and not api.calls_only and is_deprecated_for(api, self._target):
                 self.report(alias, self._message(api))
 
     # -- helpers ----------------------------------------------------------------------------
@@ -122,6 +143,50 @@ class DeprecatedTorchApi(Rule):
                 return True
             if isinstance(ancestor, cst.BaseStatement):
                 return False
+        return False
+
+    def _is_use(self, node: cst.Attribute) -> bool:
+        """False for mentions that only list or compare the API: entries of a tuple, list,
+        set or dict (dispatch tables), comparisons (`func is torch.range`), and the object
+        `add_docstr` documents."""
+        ancestors = self.context.ancestors
+        parent = ancestors[-1] if ancestors else None
+        if isinstance(parent, (cst.Element, cst.DictElement, cst.Comparison, cst.ComparisonTarget)):
+            return False
+        if isinstance(parent, cst.Arg) and len(ancestors) >= 2:
+            call = ancestors[-2]
+            if isinstance(call, cst.Call):
+                called = dotted_name(call.func) or ""
+                if called.rsplit(".", 1)[-1] in ("add_docstr", "_add_docstr"):
+                    return False
+        return True
+
+    def _compatibility_fallback(self) -> bool:
+        """Inside a branch chosen by a version check (`if is_torch_version(...)`,
+        `... if _TORCH_GREATER_EQUAL_2_4 else ...`, `if hasattr(torch.amp, ...)`) or in an
+        `except` handler (`try: new API except ImportError: old API`): kept on purpose for
+        older torch releases."""
+        for ancestor in self.context.ancestors:
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and _VERSION_CHECK.search(
+                self.context.code(ancestor.test)
+            ):
+                return True
+        return False
+
+    def _reassigned_alias(self, node: cst.Attribute) -> bool:
+        """`weight_norm = nn.utils.weight_norm` later replaced by the new API (`if hasattr(...):
+        weight_norm = nn.utils.parametrizations.weight_norm`)."""
+        parent = self.context.ancestors[-1] if self.context.ancestors else None
+        if not isinstance(parent, cst.Assign) or parent.value is not node:
+            return False
+        scope: cst.CSTNode = self.context.enclosing_function() or self.context.module
+        assigned = self.context.assignments(scope)
+        for target in parent.targets:
+            name = dotted_name(target.target)
+            if name is not None and len(assigned.get(name, ())) > 1:
+                return True
         return False
 
     def _called(self, node: cst.Attribute) -> cst.Call | None:

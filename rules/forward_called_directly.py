@@ -5,11 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_args import detached, keeps_comments
+from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+
+_PROXY_METHODS = frozenset({"rpc_sync", "rpc_async", "remote", "to_here"})
 
 
 class ForwardCalledDirectly(Rule):
@@ -18,7 +21,10 @@ class ForwardCalledDirectly(Rule):
     Checks for `obj.forward(...)` calls in files that import torch, where `obj` is anything
     but `self`, `super()` or a class: a model, a submodule (`self.encoder.forward(x)`), a
     parameter named `model`. An explicit unbound call through a class,
-    `Parent.forward(self, x)`, is not reported, nor is `self.forward(x)`.
+    `Parent.forward(self, x)`, is not reported, nor is `self.forward(x)`, a wrapper passing
+    on its own `*args`/`**kwargs` (`self.module.forward(*args, **kwargs)`, which bypasses the
+    hooks on purpose), a call without arguments, RPC proxies (`rref.rpc_sync().forward(x)`),
+    data transforms, and test files (unit tests call `forward` on purpose).
 
     The fix calls the object instead: `obj.forward(x)` becomes `obj(x)`.
 
@@ -58,13 +64,17 @@ class ForwardCalledDirectly(Rule):
         func = node.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "forward"):
             return
+        if not node.args:
+            return  # `strategy.forward()`, `rref.to_here().forward()`: not a layer on inputs
         receiver = func.value
-        if self._is_exempt_receiver(receiver, node):
+        if self._is_exempt_receiver(receiver, node) or self._delegates(node):
             return
         if self._uses_torch is None:
-            self._uses_torch = any(
-                target == "torch" or target.startswith("torch.")
-                for target in self.context.imports.aliases.values()
+            targets = self.context.imports.aliases.values()
+            self._uses_torch = (
+                any(t == "torch" or t.startswith("torch.") for t in targets)
+                and not any(t == "skorch" or t.startswith("skorch.") for t in targets)
+                and not is_test_file(self.context.path)
             )
         if not self._uses_torch:
             return
@@ -83,24 +93,38 @@ class ForwardCalledDirectly(Rule):
         )
 
     def _is_exempt_receiver(self, receiver: cst.BaseExpression, call: cst.Call) -> bool:
-        # super().forward(x), super(Cls, self).forward(x)
-        if (
-            isinstance(receiver, cst.Call)
-            and isinstance(receiver.func, cst.Name)
-            and receiver.func.value == "super"
-        ):
+        # Parent.forward(self, x), type(self).forward(self, x): an explicit unbound call.
+        first = call.args[0].value
+        if isinstance(first, cst.Name) and first.value in ("self", "ctx"):
             return True
+        if isinstance(receiver, cst.Call):
+            called = dotted_name(receiver.func) or ""
+            # super().forward(x); RPC proxies (rref.rpc_sync().forward(x)) have no __call__.
+            return called in ("super", "type") or called.rsplit(".", 1)[-1] in _PROXY_METHODS
         name = dotted_name(receiver)
         if name is None:
             return False
         if name in ("self", "cls"):
             return True
-        # Parent.forward(self, x) / nn.Module.forward(self, x): an unbound call through a class.
         last = name.rsplit(".", 1)[-1]
-        if last[:1].isupper():
-            return True
-        first = call.args[0].value if call.args else None
-        if isinstance(first, cst.Name) and first.value in ("self", "ctx"):
+        # A class (nn.Linear.forward), TorchScript's C++ module handle (`self._c`), or a data
+        # transform (PyG and torchvision-v1 transforms are plain callables, not modules).
+        if last[:1].isupper() or last == "_c" or "transform" in last.lower():
             return True
         # A module or object imported by name (`some_module.forward(...)`): not a model here.
         return "." not in name and name in self.context.imports.aliases
+
+    def _delegates(self, call: cst.Call) -> bool:
+        """`self.module.forward(*args, **kwargs)` passing on the caller's own `*args`: a
+        wrapper that deliberately bypasses the wrapped module's hooks (DDP, compilers)."""
+        function = self.context.enclosing_function()
+        if function is None:
+            return False
+        params = function.params
+        starred = {
+            p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)
+        }
+        return any(
+            arg.star and isinstance(arg.value, cst.Name) and arg.value.value in starred
+            for arg in call.args
+        )

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from torchlint.analysis.call_args import positional, string_value
+from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext
 from torchlint.diagnostic import Severity
 from torchlint.rule import Rule
@@ -14,13 +15,16 @@ from torchlint.rule import Rule
 # Any of these means the file decides about the device somewhere: not hard-coded.
 _DEVICE_AWARE = re.compile(
     r"is_available\s*\("
-    r"|torch\.accelerator"
+    r"|accelerator"
     r"|device_count\s*\("
     r"|--(?:device|cuda|no[-_]cuda|gpus?|cpu)\b"
     r"|\b(?:use_cuda|use_gpu|no_cuda|TEST_CUDA|HAS_CUDA|RUN_CUDA|CUDA_AVAILABLE|requires_cuda)\b"
     r"|\bargs\.(?:cuda|gpu|device)\b"
     r"|skipIf|onlyCUDA|instantiate_device_type_tests|pytest\.mark"
 )
+
+
+_DEVICE_WORD = re.compile(r"cuda|gpu|device|accelerator", re.I)
 
 
 def _is_cuda_string(expr: cst.BaseExpression | None) -> bool:
@@ -35,6 +39,8 @@ class HardCodedCuda(Rule):
     `torch.device("cuda")`, `.to("cuda")` — in a file that never checks whether CUDA is
     available: no `torch.cuda.is_available()`, `torch.accelerator`, `device_count()`, no
     `device` parameter of its own functions and no `--device`/`--cuda` command-line option.
+    Uses guarded by a device test (`if args.cuda:`, `if x.is_cuda:`) and test files (which
+    gate GPU tests with their own skip markers) are not reported.
 
     Off by default: GPU-only code (a CUDA kernel benchmark, a cluster job) is fine to
     hard-code; select the rule for code that should also run on CPU or other accelerators.
@@ -76,12 +82,21 @@ class HardCodedCuda(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         target = self._hard_coded(node)
-        if target is not None:
+        if target is not None and not self._guarded():
             self._found.append(target)
+
+    def _guarded(self) -> bool:
+        """Inside `if cuda:` / `if args.use_gpu:` / `if x.is_cuda:` (or its else branch)."""
+        for ancestor in self.context.ancestors:
+            if isinstance(ancestor, (cst.If, cst.IfExp, cst.While)) and _DEVICE_WORD.search(
+                self.context.code(ancestor.test)
+            ):
+                return True
+        return False
 
     def leave_Module(self, node: cst.Module) -> None:
         # Decided at the end: a device parameter or check may come after the first use.
-        if not self._found or self._device_parameter:
+        if not self._found or self._device_parameter or is_test_file(self.context.path):
             return
         if _DEVICE_AWARE.search(self.context.source):
             return

@@ -45,7 +45,8 @@ class RequireGradTypo(Rule):
     Checks for assignments to a misspelled `requires_grad` attribute, such as
     `p.require_grad = False`, `x.requires_grads = True`, `w.requries_grad = False` or
     `p.requires_grad_ = False`. Attributes the file reads elsewhere (a field of its own
-    class, say) and assignments to `self.<attr>` are not reported.
+    class, say), private names (`m._requires_grad`) and assignments to `self.<attr>` are not
+    reported.
 
     The fix renames the attribute to `requires_grad`.
 
@@ -94,8 +95,8 @@ class RequireGradTypo(Rule):
         if not isinstance(target, cst.Attribute):
             return
         attribute = target.attr.value
-        if not is_typo(attribute):
-            return
+        if attribute.startswith("_") or not is_typo(attribute):
+            return  # `_requires_grad`: a private flag of the program's own, not a typo
         owner = target.value
         if isinstance(owner, cst.Name) and owner.value in ("self", "cls"):
             return  # a field of the class being written, most likely on purpose

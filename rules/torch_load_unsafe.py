@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_args import add_keyword, detached, has_star_kwargs, keyword, positional
-from torchlint.analysis.torch_load import is_torch_load, version_tuple
+from torchlint.analysis.test_paths import is_test_file
+from torchlint.analysis.torch_load import is_torch_load, loads_own_data, version_tuple
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
@@ -22,8 +23,10 @@ class TorchLoadUnsafe(Rule):
     ## What it does
     Checks for `torch.load(...)` calls that do not pass `weights_only=` (parity with
     TorchFix's TOR102). Calls that forward `**kwargs` are not reported, since the keyword may
-    be among them. When the project's `torch-version` setting is 2.6 or newer, where
-    `weights_only=True` is the default, nothing is reported.
+    be among them, and neither are loads of data the program itself just wrote (an
+    `io.BytesIO` buffer, or a file the same function saved with `torch.save`) or test files.
+    When the project's `torch-version` setting is 2.6 or newer, where `weights_only=True` is
+    the default, nothing is reported.
 
     An unsafe fix adds `weights_only=True` (not offered when the call passes a
     `pickle_module`, which cannot be combined with it).
@@ -61,6 +64,8 @@ class TorchLoadUnsafe(Rule):
         if not is_torch_load(self.context, node):
             return
         if keyword(node, "weights_only") is not None or has_star_kwargs(node):
+            return
+        if is_test_file(self.context.path) or loads_own_data(self.context, node):
             return
         target = version_tuple(self.context.torch_version)
         if target is not None and target >= _SAFE_DEFAULT_SINCE:

@@ -8,7 +8,8 @@ import libcst as cst
 
 from torchlint.analysis.call_args import add_keyword, detached, has_star_kwargs, keyword, positional
 from torchlint.analysis.local_values import binding_value
-from torchlint.analysis.torch_load import is_torch_load
+from torchlint.analysis.test_paths import is_test_file
+from torchlint.analysis.torch_load import is_torch_load, loads_own_data
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
@@ -16,8 +17,14 @@ from torchlint.rule import Rule
 
 # The file decides where it runs: it builds a device, moves things to one, or checks for CUDA.
 _CHOOSES_DEVICE = re.compile(
-    r"torch\.device\(|\.to\(\s*(?:self\.|args\.|cfg\.|config\.)?device\b|cuda\.is_available\(\)"
+    r"cuda\.is_available\(\)"
+    r"""|torch\.device\(\s*(?:type\s*=\s*)?["']cuda"""
+    r"""|["']cuda(?::\d+)?["']\s+if\b"""
+    r"|^\s*device\s*=",
+    re.M,
 )
+# With a `device = ...` of its own, moving things `.to(device)` is choosing the device.
+_MOVES_TO_DEVICE = re.compile(r"\.to\(\s*device\b")
 _DEVICE_NAMES = ("device", "dev")
 
 
@@ -25,8 +32,10 @@ class TorchLoadWithoutMapLocation(Rule):
     """
     ## What it does
     Checks for `torch.load(f)` without `map_location` in a file that otherwise chooses its
-    device at run time (it calls `torch.device(...)`, `.to(device)` or
-    `torch.cuda.is_available()`). Calls that forward `**kwargs` are not reported.
+    device at run time: it calls `torch.cuda.is_available()`, builds `torch.device("cuda")`,
+    picks `"cuda" if ... else "cpu"`, or assigns its own `device = ...` and moves things
+    `.to(device)`. Calls that forward `**kwargs`, loads of data the program just wrote (an
+    `io.BytesIO` buffer, a file saved by the same function) and test files are not reported.
 
     An unsafe fix adds `map_location=device` when a variable named `device` is assigned (or is
     a parameter) in the enclosing function or at module level before the call, and
@@ -74,8 +83,10 @@ class TorchLoadWithoutMapLocation(Rule):
         if len(positional(node)) >= 2 or any(a.star for a in node.args):
             return  # map_location passed positionally (or possibly, through *args)
         if self._chooses_device is None:
-            self._chooses_device = bool(_CHOOSES_DEVICE.search(self.context.source))
-        if not self._chooses_device:
+            self._chooses_device = _chooses_device(self.context.source) and not is_test_file(
+                self.context.path
+            )
+        if not self._chooses_device or loads_own_data(self.context, node):
             return
         device = self._device_in_scope(node)
         spelled = device or '"cpu"'
@@ -112,6 +123,18 @@ class TorchLoadWithoutMapLocation(Rule):
             if name not in self.context.assignments(scope) or _precedes(scope, value, call):
                 return name
         return None
+
+
+def _chooses_device(source: str) -> bool:
+    match = _CHOOSES_DEVICE.search(source)
+    if match is None:
+        return False
+    if match.group(0).lstrip().startswith("device"):
+        # A bare `device = ...` counts only together with `.to(device)`, or another signal.
+        return bool(_MOVES_TO_DEVICE.search(source)) or any(
+            not m.group(0).lstrip().startswith("device") for m in _CHOOSES_DEVICE.finditer(source)
+        )
+    return True
 
 
 def _precedes(scope: cst.CSTNode, first: cst.CSTNode, second: cst.CSTNode) -> bool:

@@ -51,6 +51,8 @@ class DeprecatedApi:
     exact_version: bool = True
     #: The release that withdrew the deprecation, if torch did (earliest possible).
     undeprecated_in: Version | None = None
+    #: Only calls are deprecated (the name itself stays in use, e.g. `Variable._execution_engine`).
+    calls_only: bool = False
 
 
 def _init(name: str) -> DeprecatedApi:
@@ -312,6 +314,7 @@ DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
         "plain tensors (torch.tensor(..., requires_grad=True) or x.requires_grad_())",
         (1, 0),
         exact_version=False,
+        calls_only=True,
     ),
 )
 
