@@ -7,7 +7,7 @@ Prints ratios (these machines are noisy; absolute times are for context only):
   (d) torchlint, warm cache
   (e) TorchFix on torch/optim, against (c) on the same folder
 
-Usage: python scripts/bench.py [--corpus DIR ...] [--skip-torchfix]
+Usage: python scripts/bench.py [--corpus DIR ...] [--torchfix PATH | --skip-torchfix]
 Default corpus: the installed torch package, plus transformers/models when installed.
 """
 
@@ -84,10 +84,10 @@ def bench_corpus(root: Path) -> dict[str, float]:
     return results
 
 
-def bench_torchfix(root: Path) -> None:
-    torchfix = shutil.which("torchfix")
+def bench_torchfix(root: Path, torchfix: str | None) -> None:
+    torchfix = torchfix or shutil.which("torchfix")
     if torchfix is None:
-        print("\n(e) TorchFix not installed (pip install torchfix); skipped")
+        print("\n(e) TorchFix not found (pip install torchfix, or pass --torchfix PATH); skipped")
         return
     print(f"\n== TorchFix vs torchlint on {root}")
     ours = time_command(torchlint("--no-cache", str(root)))
@@ -100,6 +100,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="append", type=Path, help="folder(s) to lint")
     parser.add_argument("--skip-torchfix", action="store_true")
+    parser.add_argument(
+        "--torchfix",
+        metavar="PATH",
+        help="the torchfix executable (TorchFix pins its own libcst: a separate venv is best)",
+    )
     args = parser.parse_args()
     corpora = args.corpus or [
         p for p in (package_dir("torch"), package_dir("transformers")) if p is not None
@@ -112,7 +117,7 @@ def main() -> int:
         bench_corpus(corpus)
     torch_dir = package_dir("torch")
     if torch_dir is not None and not args.skip_torchfix:
-        bench_torchfix(torch_dir / "optim")
+        bench_torchfix(torch_dir / "optim", args.torchfix)
     return 0
 
 
