@@ -36,7 +36,10 @@ class InplaceOnGradTensor(Rule):
     parameters and layers, in the same class) are tracked. A function called from under
     `torch.no_grad()` in another file, or a module frozen with `requires_grad_(False)` in
     another file, cannot be seen; calls under `no_grad` and freezes in the same file are taken
-    into account.
+    into account, and methods that frameworks run under `no_grad` (`reset_parameters`,
+    `_init_weights`, Lightning's `validation_step`, ...) are not checked. Updates that copy one
+    module's parameters into another's (`zip(ema.parameters(), model.parameters())`) are not
+    reported either: the target is usually frozen elsewhere.
 
     ## Example
     ```python

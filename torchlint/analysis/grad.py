@@ -95,6 +95,29 @@ _AFFINE_OPT_IN = frozenset({"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"
 #: Methods ending in `_` that do not modify the tensor's data (or are allowed on leaves).
 _NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "detach_", "rename_", "retain_grad_"})
 
+#: In-place methods without an out-of-place twin (`Tensor.zero` does not exist).
+_NO_OUT_OF_PLACE = frozenset(
+    {
+        "apply_",
+        "cauchy_",
+        "copy_",
+        "exponential_",
+        "fill_",
+        "fill_diagonal_",
+        "geometric_",
+        "log_normal_",
+        "map2_",
+        "map_",
+        "normal_",
+        "random_",
+        "resize_",
+        "resize_as_",
+        "set_",
+        "uniform_",
+        "zero_",
+    }
+)
+
 _NO_GRAD_CALLS = frozenset(
     {
         "torch.no_grad",
@@ -110,9 +133,24 @@ _ENABLE_GRAD_CALLS = frozenset(
 )
 _NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 
-#: Hooks that training frameworks (Lightning) call under `torch.no_grad()`.
+#: Methods that frameworks call under `torch.no_grad()`: Lightning's evaluation hooks,
+#: transformers' weight initialisation, FSDP / meta-device `reset_parameters`.
 _FRAMEWORK_NO_GRAD_METHODS = frozenset(
-    {"validation_step", "test_step", "predict_step", "on_validation_batch_end", "on_test_batch_end"}
+    {
+        "validation_step",
+        "test_step",
+        "predict_step",
+        "on_validation_batch_end",
+        "on_test_batch_end",
+        "on_validation_epoch_end",
+        "on_test_epoch_end",
+        "_init_weights",
+        "_initialize_weights",
+        "init_weights",
+        "initialize_weights",
+        "reset_parameters",
+        "_reset_parameters",
+    }
 )
 
 _BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite)
@@ -126,7 +164,8 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 class Binding:
     """What an expression is known to be.
 
-    kind: "fresh" (a tensor known not to require grad), "leaf" (a tensor created or marked
+    kind: "ref" (`self.<attr>`, not resolved yet: looking into the class is costly),
+    "fresh" (a tensor known not to require grad), "leaf" (a tensor created or marked
     as requiring grad), "param" (an `nn.Parameter`
     or a module's parameter), "params" / "named_params" (an iterable of a module's
     parameters), "layer" (a `torch.nn` layer instance), "model" (an instance of a same-file
@@ -136,9 +175,11 @@ class Binding:
     kind: str
     #: For parameters of a module: the module's path (`("model",)`, `("self", "fc")`).
     owner: tuple[str, ...] = ()
-    #: The constructor call of a layer / the class of a model.
+    #: The constructor call of a layer / the class of a model (or of the method, for "ref").
     call: cst.Call | None = None
     classdef: cst.ClassDef | None = None
+    #: kind "ref": a `self.<attr>` value, resolved against `classdef` only when needed.
+    ref: cst.Attribute | None = None
     #: A parameter zipped with another module's parameters (an EMA / target-net copy).
     paired: bool = False
 
@@ -181,6 +222,8 @@ class InPlace:
     node: cst.CSTNode
     target: cst.BaseExpression
     op: str
+    #: The write goes through an indexing view (`w[0] = 1`, `w[:, 1].zero_()`).
+    view: bool = False
 
 
 @dataclass(frozen=True)
@@ -281,27 +324,29 @@ def inplace_of_call(call: cst.Call) -> InPlace | None:
     target = _strip_views(func.value)
     if target is None:
         return None
-    return InPlace(call, target, f"{method}()")
+    return InPlace(call, target, f"`{method}()`", view=target is not func.value)
 
 
 def inplace_of_assignment(
     node: cst.CSTNode, target: cst.BaseExpression, augmented: bool
 ) -> InPlace | None:
     """`t += 1`, `t[0] = 1`, `t[i] *= 2`: statements that write into a tensor."""
+    view = isinstance(target, cst.Subscript)
     if isinstance(target, cst.Subscript):
         # `w[idx] = v` writes into w whatever idx is; inner subscripts must be views.
         base = _strip_views(target.value)
-        op = "item assignment" if not augmented else "augmented item assignment"
-        report: cst.CSTNode = target if not augmented else node
+        report: cst.CSTNode = node if augmented else target
     elif augmented:
-        base, op, report = target, "augmented assignment", node
+        base, report = target, node
     else:
         return None
     if base is None:
         return None
-    if augmented and isinstance(node, cst.AugAssign):
-        op = f"`{_augmented_operator(node)}`" if not isinstance(target, cst.Subscript) else op
-    return InPlace(report, base, op)
+    if isinstance(node, cst.AugAssign):
+        op = f"`{_augmented_operator(node)}`" + (" on an item" if view else "")
+    else:
+        op = "item assignment"
+    return InPlace(report, base, op, view=view)
 
 
 def _augmented_operator(node: cst.AugAssign) -> str:
@@ -473,14 +518,17 @@ class GradTracker:
     def _forget(self, name: str) -> None:
         self.scope.names.pop(name, None)
 
-    def _lookup(self, name: str, blocks: frozenset[int] | None = None) -> Binding | None:
+    def _lookup(self, name: str, resolve: bool = True) -> Binding | None:
         """The binding of a local name, if its last binding dominates the current point."""
         known = self.scope.names.get(name)
-        if known is None:
+        if known is None or not known.blocks <= self._blocks():
             return None
-        if blocks is None:
-            blocks = self._blocks()
-        return known.binding if known.blocks <= blocks else None
+        return self._resolved(known.binding) if resolve else known.binding
+
+    def _resolved(self, binding: Binding | None) -> Binding | None:
+        if binding is not None and binding.kind == "ref" and binding.ref is not None:
+            return self.resolve_attribute(binding.ref, binding.classdef)
+        return binding
 
     def bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         """An assignment `target = value` (value None: bound to something unknown)."""
@@ -504,16 +552,18 @@ class GradTracker:
             if not _is_true(value):
                 self._record_freeze(owner)
             if isinstance(owner, cst.Name):
-                if _is_true(value):
-                    self._set(owner.value, Binding("leaf"))
-                else:
+                known = self._lookup(owner.value)
+                if not _is_true(value):
                     self._forget(owner.value)
+                elif known is None or known.kind != "param":
+                    # Setting the flag raises on a non-leaf: from here on it is a leaf.
+                    self._set(owner.value, Binding("leaf"))
         elif isinstance(target, cst.Attribute):
             # `fc.weight = nn.Parameter(w, requires_grad=False)`: the layer is no longer known.
             parts = path_parts(target)
             if parts is not None and parts[0] in self.scope.names:
                 known = self.scope.names[parts[0]].binding
-                if known.kind in ("layer", "model"):
+                if known.kind in ("layer", "model", "ref"):
                     self._forget(parts[0])
 
     def bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
@@ -596,9 +646,16 @@ class GradTracker:
 
     # -- what an expression is ------------------------------------------------------------
     def classify(self, expr: cst.BaseExpression | None) -> Binding | None:
+        """What `expr` is; a `self.<attr>` value may come back unresolved (kind "ref")."""
         if isinstance(expr, cst.Name):
-            return self._lookup(expr.value)
+            return self._lookup(expr.value, resolve=False)
         if isinstance(expr, cst.Attribute):
+            head = expr.value
+            while isinstance(head, cst.Attribute):
+                head = head.value
+            if isinstance(head, cst.Name) and head.value == "self":
+                classdef = self.scope.classdef
+                return Binding("ref", classdef=classdef, ref=expr) if classdef else None
             return self.resolve_attribute(expr)
         if isinstance(expr, cst.Subscript):
             # A slice of a tensor that needs no grad needs none either.
@@ -608,7 +665,7 @@ class GradTracker:
         qualified = self.context.qualified_name(expr.func)
         method = _method(expr)
         if qualified == "copy.deepcopy" and len(expr.args) == 1:
-            inner = self.classify(expr.args[0].value)
+            inner = self._resolved(self.classify(expr.args[0].value))
             return inner if inner is not None and inner.kind in ("model", "layer") else None
         if qualified in _PARAMETER_CLASSES:
             flag = _keyword(expr, "requires_grad")
@@ -671,13 +728,17 @@ class GradTracker:
         binding = self.classify(expr)
         return binding is not None and binding.kind == "fresh"
 
-    def resolve_attribute(self, expr: cst.Attribute) -> Binding | None:
+    def resolve_attribute(
+        self, expr: cst.Attribute, classdef: cst.ClassDef | None = None
+    ) -> Binding | None:
         """`self.w` (a parameter of this class), `self.fc.weight`, `model.fc.bias`, ..."""
         parts = dotted_name(expr)
         if parts is None:
             return None
         names = parts.split(".")
-        obj = self._resolve_object(names[:-1])
+        if classdef is None:
+            classdef = self.scope.classdef
+        obj = self._resolve_object(names[:-1], classdef)
         if obj is None:
             return None
         attr = names[-1]
@@ -687,9 +748,9 @@ class GradTracker:
                 return Binding(found.kind, owner=tuple(names))
             return None
         if obj.kind == "layer" and obj.call is not None and _layer_has(obj.call, attr):
-            if names[0] == "self" and self.scope.classdef is not None:
+            if names[0] == "self" and classdef is not None:
                 # `self.fc.weight = ...` somewhere in the class replaces the parameter.
-                values = self.context.self_attributes(self.scope.classdef).get(".".join(names))
+                values = self.context.self_attributes(classdef).get(".".join(names))
                 if values is not None and not all(
                     (b := self._classify_member(v)) is not None and b.kind == "param"
                     for v in values
@@ -698,13 +759,12 @@ class GradTracker:
             return Binding("param", owner=tuple(names))
         return None
 
-    def _resolve_object(self, names: list[str]) -> Binding | None:
+    def _resolve_object(self, names: list[str], classdef: cst.ClassDef | None) -> Binding | None:
         """A layer or same-file model reached through a chain of attributes."""
         if not names:
             return None
         head = names[0]
         if head == "self":
-            classdef = self.scope.classdef
             if classdef is None:
                 return None
             current: Binding | None = Binding("model", classdef=classdef)
@@ -891,7 +951,7 @@ class GradTracker:
         self.candidates.append(
             _Candidate(
                 node=change.node,
-                message=_message(change.op, text, binding),
+                message=_message(change, text, binding),
                 scopes=tuple(self.scopes),
                 functions=functions,
                 owner=binding.owner or None,
@@ -1010,16 +1070,24 @@ def _comprehension_binds(ancestors: Sequence[cst.CSTNode], name: str) -> bool:
     return False
 
 
-def _message(op: str, text: str, binding: Binding) -> str:
-    error = "'a leaf Variable that requires grad is being used in an in-place operation'"
+def _message(change: InPlace, text: str, binding: Binding) -> str:
+    leaf = "a view of a leaf Variable" if change.view else "a leaf Variable"
+    error = f"'{leaf} that requires grad is being used in an in-place operation'"
     if binding.kind == "param":
         return (
-            f"in-place {op} on `{text}`, a parameter that requires grad: autograd raises "
-            f"{error} at this line; do the update under `with torch.no_grad():` "
-            f"(or write to `{text}.data`)"
+            f"in-place {change.op} on `{text}`, a parameter that requires grad, raises "
+            f"{error}; do the update under `with torch.no_grad():`"
         )
-    return (
-        f"in-place {op} on `{text}`, a leaf tensor that requires grad: autograd raises "
-        f"{error} at this line; wrap it in `with torch.no_grad():` or compute out of place "
-        f"(`{text} = {text} + ...`)"
-    )
+    advice = f"{error}; do it under `with torch.no_grad():`"
+    node = change.node
+    if not change.view and isinstance(node, cst.AugAssign):
+        operator = _augmented_operator(node).rstrip("=")
+        advice += f" or out of place (`{text} = {text} {operator} ...`)"
+    elif (
+        not change.view
+        and isinstance(node, cst.Call)
+        and (method := _method(node))
+        and method not in _NO_OUT_OF_PLACE
+    ):
+        advice += f" or out of place (`{text} = {text}.{method[:-1]}(...)`)"
+    return f"in-place {change.op} on `{text}`, a leaf tensor that requires grad, raises {advice}"
