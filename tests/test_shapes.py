@@ -23,10 +23,53 @@ def _files(paths: list[Path]) -> list[tuple[str, str]]:
     return [(str(p), p.read_text(encoding="utf-8")) for p in paths]
 
 
+SAFETY_SCRIPT = """
+import torch
+import torch.nn as nn
+
+open({marker}/"top", "w").write("ran")
+
+
+def train():
+    open({marker}/"function", "w").write("ran")
+
+
+class Net(nn.Module):
+    open({marker}/"class-body", "w").write("ran")
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 4)
+        self.fc2 = nn.Linear(5, 2)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+
+
+CONFIG = dict(log=open({marker}/"assignment", "w"))
+
+if __name__ == "__main__":
+    open({marker}/"main", "w").write("ran")
+    train()
+"""
+
+
 @pytest.fixture(scope="module")
-def single_results() -> dict[str, list]:
-    """All single-file fixtures in one run (one worker start)."""
-    return check_files(_files(SINGLE))
+def safety_script(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A script that writes marker files from every kind of top-level code."""
+    directory = tmp_path_factory.mktemp("safety")
+    marker = directory / "markers"
+    marker.mkdir()
+    script = directory / "script.py"
+    text = SAFETY_SCRIPT.replace("{marker}/", f"__import__('pathlib').Path({str(marker)!r})/")
+    script.write_text(text)
+    return script, marker
+
+
+@pytest.fixture(scope="module")
+def single_results(safety_script: tuple[Path, Path]) -> dict[str, list]:
+    """All single-file fixtures (and the safety script) in one run: one worker start."""
+    return check_files(_files([*SINGLE, safety_script[0]]))
 
 
 @pytest.mark.parametrize("path", SINGLE, ids=lambda p: p.stem)
@@ -66,43 +109,12 @@ def test_messages_name_layer_producer_and_line(single_results: dict[str, list]) 
     )
 
 
-def test_no_code_of_the_user_script_runs(tmp_path: Path) -> None:
-    marker = tmp_path / "marker"
-    source = f"""
-import torch
-import torch.nn as nn
-
-open({str(marker / "top")!r}, "w").write("ran")
-
-
-def train():
-    open({str(marker / "function")!r}, "w").write("ran")
-
-
-class Net(nn.Module):
-    open({str(marker / "class-body")!r}, "w").write("ran")
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(8, 4)
-        self.fc2 = nn.Linear(5, 2)
-
-    def forward(self, x):
-        return self.fc2(self.fc1(x))
-
-
-CONFIG = dict(path=open({str(marker / "assignment")!r}, "w"))
-
-if __name__ == "__main__":
-    open({str(marker / "main")!r}, "w").write("ran")
-    train()
-"""
-    marker.mkdir()
-    path = tmp_path / "script.py"
-    path.write_text(source)
-    results = check_files([(str(path), source)])
+def test_no_code_of_the_user_script_runs(
+    safety_script: tuple[Path, Path], single_results: dict[str, list]
+) -> None:
+    script, marker = safety_script
     assert list(marker.iterdir()) == []
-    assert [d.code for d in results[str(path)]] == ["TL601"]
+    assert [d.code for d in single_results[str(script)]] == ["TL601"]
 
 
 def test_timeout_becomes_tl690(tmp_path: Path) -> None:

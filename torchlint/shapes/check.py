@@ -58,9 +58,17 @@ class Stats:
 
 
 class FileChecker:
-    def __init__(self, project: Project, sources: dict[str, str], stats: Stats | None = None):
+    def __init__(
+        self,
+        project: Project,
+        sources: dict[str, str],
+        stats: Stats | None = None,
+        deadline: float | None = None,
+    ):
         self.project = project
         self.sources = sources
+        #: `time.monotonic()` after which the remaining models are skipped (not lost).
+        self.deadline = deadline
         self.user_files = project.files
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
@@ -79,6 +87,9 @@ class FileChecker:
         for name, spec in classes:
             cls = getattr(module, name, None)
             line = spec["line"]
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self._skip(path, line, name, "the file's time budget was used up")
+                continue
             if not _is_module_class(cls):
                 if cls is None or is_stub(cls):
                     self._skip(path, line, name, self._load_reason(path, "is not defined"))

@@ -109,7 +109,12 @@ class Project(importlib.abc.MetaPathFinder):
         texts: dict[str, str],
         meta_context: Callable[[], contextlib.AbstractContextManager[Any]],
     ) -> None:
-        self.roots = [r for r in dict.fromkeys(os.path.abspath(r) for r in roots) if r]
+        environment = _environment_paths()
+        self.roots = [
+            r
+            for r in dict.fromkeys(os.path.abspath(r) for r in roots)
+            if r and r not in environment
+        ]
         self.texts = texts
         self.meta_context = meta_context
         #: Per file: why statements were skipped ("line 12: NameError: ...").
@@ -166,7 +171,13 @@ class Project(importlib.abc.MetaPathFinder):
         ]
 
     def load(self, path: str, module_name: str) -> types.ModuleType:
-        """Import a user file by its module name, through the slicing loader."""
+        """Import a user file by its module name, through the slicing loader.
+
+        A file of an installed package (the project is torch itself, say) is imported the
+        ordinary way: installed code is imported anyway by the files that use it.
+        """
+        if _installed_module(module_name, path):
+            return importlib.import_module(module_name)
         existing = sys.modules.get(module_name.split(".")[0])
         if existing is not None and not isinstance(
             getattr(existing, "__loader__", None), _SliceLoader
@@ -273,6 +284,32 @@ class Project(importlib.abc.MetaPathFinder):
                     value = make_stub(alias.name)
                     self.stubbed.append(f"{name}.{alias.name}")
             namespace[bound] = value
+
+
+def _environment_paths() -> set[str]:
+    """Where installed packages and the standard library live (never project roots)."""
+    import site
+    import sysconfig
+
+    paths = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        value = sysconfig.get_paths().get(key)
+        if value:
+            paths.add(os.path.abspath(value))
+    with contextlib.suppress(AttributeError):  # virtualenv's old site module
+        paths.update(os.path.abspath(p) for p in site.getsitepackages())
+    return paths
+
+
+def _installed_module(module_name: str, path: str) -> bool:
+    roots = _environment_paths()
+    if not any(path.startswith(root + os.sep) for root in roots):
+        return False
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and os.path.abspath(spec.origin or "") == path
 
 
 def _note(statement: ast.stmt, exc: BaseException) -> str:

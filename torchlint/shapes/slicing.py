@@ -56,6 +56,19 @@ _SAFE_BUILTINS = frozenset(
         "staticmethod",
         "classmethod",
         "NotImplemented",
+        "dir",
+        "callable",
+        "iter",
+        "next",
+        "map",
+        "filter",
+        "format",
+        "chr",
+        "ord",
+        "hex",
+        "id",
+        "hash",
+        "globals",
     }
 )
 _SAFE_PREFIXES = (
@@ -124,10 +137,31 @@ class _Checker:
             for node in tree.body
             if isinstance(node, ast.ClassDef) and _is_data_class(node)
         }
+        #: Local functions that only define things when called (`to_2tuple = _ntuple(2)`).
+        self.factories = {
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and self._defines_only(node)
+        }
+
+    def _defines_only(self, node: ast.FunctionDef) -> bool:
+        for statement in node.body:
+            if isinstance(statement, (ast.FunctionDef, ast.ClassDef, ast.Pass)):
+                continue
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                continue
+            if isinstance(statement, ast.Return) and isinstance(
+                statement.value, (ast.Name, ast.Lambda, type(None))
+            ):
+                continue
+            return False
+        return True
 
     def call_ok(self, func: ast.AST) -> bool:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Constant):
             return True  # "a,b".split(",")
+        if isinstance(func, ast.Name) and func.id in self.factories:
+            return True
         if isinstance(func, ast.Name) and (
             func.id in _SAFE_BUILTINS or func.id in self.data_classes
         ):

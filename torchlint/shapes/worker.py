@@ -94,7 +94,7 @@ def warm() -> None:
 def check_one(
     job: dict[str, Any], texts: dict[str, str], roots: list[str], install: bool = True
 ) -> dict[str, Any]:
-    """Check one file in this process; returns its findings and per-model records."""
+    """Check one file in this process with a fresh project (used for the warm-up)."""
     project = Project(roots, texts, meta_context=lambda: torch.device("meta"))
     project.files.update(texts)
     if install:
@@ -103,12 +103,46 @@ def check_one(
         sys.meta_path.insert(0, project)
     install_site_hook(project.files)
     try:
-        checker = FileChecker(project, texts)
-        findings = checker.check_job(job)
+        return check_job(job, project)
     finally:
         if not install and project in sys.meta_path:
             sys.meta_path.remove(project)
+
+
+def check_job(
+    job: dict[str, Any], project: Project, timeout: float | None = None
+) -> dict[str, Any]:
+    # Stop starting new models a little before the hard limit, to keep what was found.
+    deadline = time.monotonic() + 0.75 * timeout if timeout else None
+    checker = FileChecker(project, project.texts, deadline=deadline)
+    findings = checker.check_job(job)
     return {"findings": findings, "models": checker.stats.models, "stubbed": project.stubbed}
+
+
+def preload(project: Project, jobs: list[dict[str, Any]], timeout: float) -> None:
+    """Import the jobs' modules (sliced) once, before forking, so children share them.
+
+    A project package is usually imported by every one of its files; importing it in each
+    child again would repeat the work per file. A module that fails or takes too long here
+    is left for its child, which reports it.
+    """
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    limits = resource.getrlimit(resource.RLIMIT_AS)
+    _limit_memory()
+    try:
+        for job in jobs:
+            signal.alarm(max(1, math.ceil(timeout)))
+            try:
+                project.load(job["abspath"], job["module"])
+            except _Timeout:
+                pass
+            except BaseException:  # the child will report it
+                pass
+            finally:
+                signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+        resource.setrlimit(resource.RLIMIT_AS, limits)
 
 
 class _Timeout(BaseException):
@@ -124,18 +158,20 @@ def _limit_memory() -> None:
         with open("/proc/self/status") as status:
             vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
         limit = vm * 1024 + MEMORY_MB * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     except (OSError, ValueError, StopIteration):
         pass
 
 
-def _child(job: dict[str, Any], request: dict[str, Any], out: int) -> None:
-    timeout = float(request.get("timeout", 20.0))
+def _child(job: dict[str, Any], project: Project, timeout: float, out: int) -> None:
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(max(1, math.ceil(timeout)))
     _limit_memory()
     try:
-        result = check_one(job, request["texts"], request["roots"])
+        result = check_job(job, project, timeout)
     except _Timeout:
         result = {"error": f"timed out after {timeout:g} s"}
     except MemoryError:
@@ -153,15 +189,14 @@ def _child(job: dict[str, Any], request: dict[str, Any], out: int) -> None:
         view = view[written:]
 
 
-def run_in_child(job: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
-    timeout = float(request.get("timeout", 20.0))
+def run_in_child(job: dict[str, Any], project: Project, timeout: float) -> dict[str, Any]:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         os.close(read_end)
         code = 0
         try:
-            _child(job, request, write_end)
+            _child(job, project, timeout, write_end)
         except BaseException:
             code = 1
         finally:
@@ -206,14 +241,20 @@ def main() -> None:
     os.dup2(devnull, 1)  # user code that prints must not corrupt the protocol
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     request = json.loads(sys.stdin.read())
+    timeout = float(request.get("timeout", 20.0))
     _quiet()
     warm()
+    project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))
+    project.files.update(request["texts"])
+    project.install()
+    install_site_hook(project.files)
+    preload(project, request["jobs"], timeout)
     gc.collect()
     gc.freeze()
     protocol.write(json.dumps({"event": "ready", "seconds": time.perf_counter() - _started}) + "\n")
     for job in request["jobs"]:
         began = time.perf_counter()
-        result = run_in_child(job, request)
+        result = run_in_child(job, project, timeout)
         result.update(
             {"event": "file", "abspath": job["abspath"], "seconds": time.perf_counter() - began}
         )
