@@ -43,6 +43,7 @@ class PlanResult:
     failure: Failure | None = None
     code: str | None = None  #: TL601-TL605 when the failure is definite
     rank_error: bool = False  #: failed on the number of dimensions (maybe a wrong guess)
+    pinned: bool = False  #: passed only after sizes were solved for (not at a usual size)
     reason: str | None = None  #: why it could not be decided (TL690)
     names: dict[sympy.Symbol, str] = field(default_factory=dict)
     constraints: list[tuple[Failure, Any, list[int], dict[sympy.Symbol, str]]] = field(
@@ -198,38 +199,43 @@ class FileChecker:
         def ctx_for(plan: InputPlan, result: PlanResult) -> F.Context:
             return F.Context(label, plan, result.names, self.sources, where, prefix)
 
-        # Candidates are tried in order of plausibility; one that fails on the number of
-        # dimensions (or not on shapes at all) may just be the wrong guess of the input rank.
+        # With several candidate shapes (the input's rank was guessed), a model is clean if
+        # one candidate passes as is. A definite failure is reported when every candidate that
+        # did not fail on the number of dimensions fails the same way, and none passes
+        # without first pinning a size (`L = 100` so a BatchNorm1d sees 100 "channels").
         results: list[tuple[InputPlan, PlanResult]] = []
         for plan in plans:
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
-            if result.ok:
-                for failure, condition, squares, names in result.constraints:
-                    ctx = F.Context(label, plan, names, self.sources, where, prefix)
-                    self.findings.append(F.constraint(failure, condition, squares, ctx))
+            if result.ok and not result.pinned:
+                self._constraints(result, plan, label, where, prefix)
                 return
-            if result.code is not None and not result.rank_error:
-                record["result"] = "finding"
-                self.findings.append(F.definite(result.code, result.failure, ctx_for(plan, result)))
+        definite = [(p, r) for p, r in results if r.code is not None and not r.rank_error]
+        if not definite:
+            passing = [(p, r) for p, r in results if r.ok]
+            if passing:
+                self._constraints(passing[0][1], passing[0][0], label, where, prefix)
                 return
-        first_plan, first = results[0]
-        same_site = all(
-            r.code is not None
-            and r.code == first.code
-            and r.failure is not None
-            and first.failure is not None
-            and r.failure.module is first.failure.module
-            and r.failure.op == first.failure.op
-            for _, r in results
-        )
-        if first.code is not None and first.failure is not None and same_site:
+            definite = [(p, r) for p, r in results if r.code is not None]
+            if len(definite) != len(results):
+                definite = []
+        if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
+            plan, result = definite[0]
+            assert result.code is not None and result.failure is not None
             record["result"] = "finding"
-            self.findings.append(F.definite(first.code, first.failure, ctx_for(first_plan, first)))
+            self.findings.append(F.definite(result.code, result.failure, ctx_for(plan, result)))
             return
         record["result"] = "skipped"
+        first = results[0][1]
         reason = first.reason or "the model failed differently for each possible input shape"
         self._skip(path, line, label, reason)
+
+    def _constraints(
+        self, result: PlanResult, plan: InputPlan, label: str, where: tuple[str, int], prefix: str
+    ) -> None:
+        for failure, condition, squares, names in result.constraints:
+            ctx = F.Context(label, plan, names, self.sources, where, prefix)
+            self.findings.append(F.constraint(failure, condition, squares, ctx))
 
     def _plans(
         self,
@@ -382,6 +388,7 @@ class FileChecker:
                     result.constraints.append((failure, target, squares, dict(world.names)))
             for symbol, value in solution.items():
                 hints[world.names[symbol]] = max(int(value), 1)
+            result.pinned = True
         result.reason = "no input size found that the model accepts"
         return result
 
@@ -393,6 +400,16 @@ PROBE_SIZES = (32, 28, 224, 64)
 def _probed_dims(plan: InputPlan) -> list[str]:
     names = {d.name for spec in plan.specs for d in spec.dims if d.name}
     return sorted(n for n in names if n[:1] in "HWDTL")
+
+
+def _same_site(a: PlanResult, b: PlanResult) -> bool:
+    return (
+        a.code == b.code
+        and a.failure is not None
+        and b.failure is not None
+        and a.failure.module is b.failure.module
+        and a.failure.op == b.failure.op
+    )
 
 
 def _failing_guard(failure: Failure, world: World, flipped: set[Any]) -> Any:

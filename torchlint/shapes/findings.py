@@ -471,8 +471,15 @@ def _op_message(failure: Failure, ctx: Context) -> str:
                 f"{head} expects inputs with {module.input_size} features in the last dim, "
                 f"but gets {show_shape(shape, names)}"
             )
-        rank = len(shape) if shape else 0
-        return f"{head} cannot take a {rank}-D input {show_shape(shape, names)}"
+        if isinstance(module, nn.MultiheadAttention):
+            return (
+                f"{head} expects inputs with {module.embed_dim} features, "
+                f"but gets {show_shape(shape, names)}"
+            )
+        if rank_error(failure.exc):
+            rank = len(shape) if shape else 0
+            return f"{head} cannot take a {rank}-D input {show_shape(shape, names)}"
+        return f"{head} cannot take an input of shape {show_shape(shape, names)}"
     op = failure.op or "this op"
     joined = " and ".join(shapes) if shapes else "its inputs"
     if op in ("cat", "concat", "concatenate", "stack", "hstack", "vstack"):

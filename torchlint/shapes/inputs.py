@@ -496,7 +496,7 @@ def _derived(
         if base is None:
             return None
         method = node.func.attr
-        if method in PASS_OPS:
+        if method in PASS_OPS or method in ("long", "int", "bool"):
             return base
         if method in ("unsqueeze", "transpose", "permute") and not node.keywords:
             args = [a.value for a in node.args if isinstance(a, ast.Constant)]
