@@ -1209,7 +1209,9 @@ _NOT_TENSOR_TYPES = re.compile(
 )
 _NOT_TENSOR_PARAM = re.compile(
     r"(^|_)(len|lens|length|lengths|size|sizes|shape|num|n|dim|dims|step|steps|count|device|"
-    r"dtype|training|mode|config|cfg|kwargs|args)(_|$)|^(use|return|output|is|do|need)_",
+    r"dtype|training|mode|config|cfg|kwargs|args|offset|start|end|scale|temperature|tau|"
+    r"alpha|beta|gamma|eps|ratio|factor|rate|prob|p|idx|index|epoch|iteration|seed|height|"
+    r"width|max|min|flag|name|key_name|layer_id)(_|$)|^(use|return|output|is|do|need|with)_",
     re.I,
 )
 
