@@ -104,6 +104,22 @@ def read_notebook(text: str) -> Notebook:
     return notebook
 
 
+def notebook_from_cells(cells: list[str]) -> Notebook:
+    """The module of code cells given as texts (an editor's open notebook), masked as on disk.
+
+    Cell `i` of the list is cell index `i`: diagnostics mapped with `to_cell_diagnostic` name
+    `cell=i + 1`.
+    """
+    notebook = Notebook(
+        text="",
+        data={"nbformat": 4, "cells": [{"cell_type": "code", "source": s} for s in cells]},
+        code_cells=list(range(len(cells))),
+        cell_sources=dict(enumerate(cells)),
+    )
+    _join(notebook)
+    return notebook
+
+
 def mask_cell(source: str) -> list[str]:
     """The cell's lines with IPython-only syntax replaced by `pass` (same line count)."""
     lines = source.split("\n")

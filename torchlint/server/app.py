@@ -4,6 +4,11 @@ Source rules run on the buffer text (never the file on disk) in one lint thread,
 after edits; an edit that arrives while a lint waits supersedes it. Shape checks run on open
 and save only, in a worker process (`shapes.ShapeRunner`), and join the published diagnostics
 when they finish, unless an edit made them stale first.
+
+Notebooks (LSP notebook document sync) are linted as the command line lints `.ipynb` files:
+their Python code cells, in order, joined into one module with IPython syntax masked
+(`torchlint.notebook`). Each cell gets its share of the findings, in its own coordinates, on
+its own URI; code actions and hover on a cell work on that share.
 """
 
 from __future__ import annotations
@@ -12,19 +17,22 @@ import asyncio
 import itertools
 import logging
 import traceback
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
+from pygls.workspace import TextDocument, Workspace
 
 from torchlint import __version__
 from torchlint.diagnostic import Diagnostic
 from torchlint.engine import INTERNAL_ERROR, lint_source
 from torchlint.noqa import apply_suppressions
+from torchlint.notebook import notebook_from_cells, to_cell_diagnostic
 from torchlint.server.convert import Text, to_lsp
 from torchlint.server.settings import (
     CONFIG_FILE_NAMES,
@@ -39,6 +47,19 @@ from torchlint.server.shapes import ShapeRunner
 PYTHON_SUFFIXES = (".py", ".pyi")
 logger = logging.getLogger(__name__)
 
+#: Jupyter notebooks, with their Python cells. Every filter names its `notebook`: lsprotocol
+#: (2025.0) cannot read a filter with `cells` only (it has no structure hook for the optional
+#: `notebook` of `NotebookDocumentFilterWithCells`), so a client built on it would fail to
+#: initialize. `tests/test_server_notebook.py` parses what is advertised.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithNotebook(
+            notebook="jupyter-notebook", cells=[types.NotebookCellLanguage(language="python")]
+        )
+    ],
+    save=True,
+)
+
 
 @dataclass
 class Linted:
@@ -48,6 +69,53 @@ class Linted:
     display: str
     settings: DocumentSettings
     diagnostics: list[Diagnostic]
+
+    def lint(self, source: str) -> list[Diagnostic]:
+        """Lint another text of this document as this lint did (fix-all's passes)."""
+        return lint_source(source, self.display, self.settings.enabled)
+
+
+@dataclass
+class CellLinted(Linted):
+    """One code cell's share of a notebook lint: its text, its findings in its coordinates."""
+
+    #: The cell's URI as the client sent it (diagnostics are published on it).
+    uri: str = ""
+    version: int | None = None
+    #: The text of every code cell linted, in order; this cell is `sources[index]`.
+    sources: tuple[str, ...] = ()
+    index: int = 0
+
+    def lint(self, source: str) -> list[Diagnostic]:
+        """This cell's findings with `source` in its place, the other cells unchanged."""
+        sources = list(self.sources)
+        sources[self.index] = source
+        found = lint_cells(sources, self.display, self.settings.enabled)
+        return [d for d in found if d.cell == self.index + 1]
+
+
+@dataclass
+class NotebookLinted(Linted):
+    """One lint of a notebook: `text` is the joined module, `cells` each code cell's share.
+
+    `diagnostics` are all findings, re-addressed to cells numbered as Jupyter shows them.
+    """
+
+    #: Shares by cell URI, unquoted as the workspace keys documents.
+    cells: dict[str, CellLinted] = field(default_factory=dict)
+    #: (cell URI, text) of each code cell linted: the lint is stale once this changes.
+    snapshot: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class CellText:
+    """A Python code cell of an open notebook, as it is now."""
+
+    uri: str
+    source: str
+    version: int | None
+    #: 1-based position among all the notebook's cells (markdown included), as Jupyter counts.
+    number: int
 
 
 @dataclass
@@ -61,6 +129,8 @@ class DocumentState:
     shape_diagnostics: list[Diagnostic] = field(default_factory=list)
     shape_source: str | None = None
     logged: set[str] = field(default_factory=set)
+    #: A notebook's cell URIs that were last given diagnostics (to clear removed cells).
+    published: set[str] = field(default_factory=set)
 
 
 def lint_document(path: Path | None, display: str, source: str, root: Path | None, encoding: str):
@@ -71,10 +141,75 @@ def lint_document(path: Path | None, display: str, source: str, root: Path | Non
     return Linted(text, display, settings, diagnostics)
 
 
+def lint_cells(sources: Sequence[str], display: str, enabled: frozenset[str]) -> list[Diagnostic]:
+    """Lint code cells as one notebook; findings name their cell (`cell=i + 1` for `sources[i]`)
+    and count lines within it."""
+    notebook = notebook_from_cells(list(sources))
+    found = lint_source(notebook.source, display, enabled)
+    return [to_cell_diagnostic(notebook, d) for d in found]
+
+
+def lint_notebook(
+    path: Path | None, display: str, cells: Sequence[CellText], root: Path | None, encoding: str
+) -> NotebookLinted:
+    """Lint an open notebook's code cells (runs in the lint thread)."""
+    settings = settings_for(path, root)
+    sources = tuple(cell.source for cell in cells)
+    found = [] if settings.excluded else lint_cells(sources, display, settings.enabled)
+    shares: list[list[Diagnostic]] = [[] for _ in cells]
+    for d in found:
+        if d.cell is not None:
+            shares[d.cell - 1].append(d)
+    return NotebookLinted(
+        text=Text(notebook_from_cells(list(sources)).source, encoding),
+        display=display,
+        settings=settings,
+        diagnostics=[
+            replace(d, cell=cells[d.cell - 1].number) if d.cell is not None else d for d in found
+        ],
+        cells={
+            unquote(cell.uri): CellLinted(
+                Text(cell.source, encoding),
+                display,
+                settings,
+                shares[index],
+                uri=cell.uri,
+                version=cell.version,
+                sources=sources,
+                index=index,
+            )
+            for index, cell in enumerate(cells)
+        },
+        snapshot=tuple((cell.uri, cell.source) for cell in cells),
+    )
+
+
+def code_cells(workspace: Workspace, notebook: types.NotebookDocument) -> list[CellText]:
+    """The notebook's Python code cells, in the notebook's order, with their text now."""
+    found = []
+    for number, cell in enumerate(notebook.cells, 1):
+        if cell.kind != types.NotebookCellKind.Code:
+            continue
+        doc = workspace.text_documents.get(unquote(cell.document))
+        if doc is None or doc.language_id not in (None, "python"):
+            continue  # a cell in another language (an R or SQL cell) is not Python
+        found.append(CellText(cell.document, doc.source, doc.version, number))
+    return found
+
+
+def fs_path(uri: str) -> Path | None:
+    """The file behind a `file:` URI; None for unsaved buffers and other schemes."""
+    path = to_fs_path(uri)
+    return Path(path) if path else None
+
+
 class TorchlintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "torchlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "torchlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
         )
         self.options = Options()
         self.states: dict[str, DocumentState] = {}
@@ -110,12 +245,20 @@ class TorchlintServer(LanguageServer):
 
     def document(self, uri: str) -> TextDocument | None:
         """An open Python document (pygls would otherwise read unknown ones from disk)."""
-        doc = self.workspace.text_documents.get(uri)
+        # The workspace keys documents by unquoted URI (`file:///a%20b.py`, cell fragments).
+        doc = self.workspace.text_documents.get(unquote(uri))
         if doc is None:
             return None
         if doc.language_id not in (None, "python") and not doc.path.endswith(PYTHON_SUFFIXES):
             return None
         return doc
+
+    def notebook(self, uri: str) -> types.NotebookDocument | None:
+        """An open notebook."""
+        return self.workspace.get_notebook_document(notebook_uri=uri)
+
+    def code_cells(self, notebook: types.NotebookDocument) -> list[CellText]:
+        return code_cells(self.workspace, notebook)
 
     def root(self) -> Path | None:
         root = self.workspace.root_path
@@ -141,6 +284,9 @@ class TorchlintServer(LanguageServer):
             self.log_error(f"torchlint failed on {uri}")
 
     async def lint_now(self, uri: str, *, shapes: bool = False) -> Linted | None:
+        notebook = self.notebook(uri)
+        if notebook is not None:
+            return await self._lint_notebook_now(uri, notebook)
         doc = self.document(uri)
         if doc is None:
             return None
@@ -161,6 +307,25 @@ class TorchlintServer(LanguageServer):
             self.start_shapes(uri, linted)
         return linted
 
+    async def _lint_notebook_now(
+        self, uri: str, notebook: types.NotebookDocument
+    ) -> NotebookLinted:
+        path = fs_path(uri)
+        display = str(path) if path is not None else uri
+        cells = self.code_cells(notebook)  # the text now, before the lint thread runs
+        sequence = next(self._sequence)
+        loop = asyncio.get_running_loop()
+        linted = await loop.run_in_executor(
+            self.linter, lint_notebook, path, display, cells, self.root(), self.encoding
+        )
+        state = self.states.get(uri)
+        if state is None or self.notebook(uri) is None or sequence < state.sequence:
+            return linted
+        state.linted, state.sequence = linted, sequence
+        self._report_problems(state, linted)
+        self.publish(uri)
+        return linted
+
     def _report_problems(self, state: DocumentState, linted: Linted) -> None:
         if linted.settings.error:
             self.announce(
@@ -169,13 +334,17 @@ class TorchlintServer(LanguageServer):
         for d in linted.diagnostics:
             if d.code == INTERNAL_ERROR and d.message not in state.logged:
                 state.logged.add(d.message)
-                self.log(f"{d.path}:{d.line}:{d.column}: {d.message}", types.MessageType.Error)
+                where = f"{d.path}:cell {d.cell}" if d.cell is not None else d.path
+                self.log(f"{where}:{d.line}:{d.column}: {d.message}", types.MessageType.Error)
 
     def publish(self, uri: str) -> None:
         state = self.states.get(uri)
         if state is None or state.linted is None:
             return
         linted = state.linted
+        if isinstance(linted, NotebookLinted):
+            self._publish_cells(state, linted)
+            return
         found = self.shown(uri, linted)
         doc = self.document(uri)
         self.text_document_publish_diagnostics(
@@ -185,6 +354,26 @@ class TorchlintServer(LanguageServer):
                 diagnostics=[to_lsp(d, linted.text) for d in found],
             )
         )
+
+    def _publish_cells(self, state: DocumentState, linted: NotebookLinted) -> None:
+        """Every code cell's diagnostics (none included); cells no longer linted are cleared."""
+        for cell in linted.cells.values():
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(
+                    uri=cell.uri,
+                    version=cell.version,
+                    diagnostics=[to_lsp(d, cell.text) for d in self.shown(cell.uri, cell)],
+                )
+            )
+        current = {cell.uri for cell in linted.cells.values()}
+        self.clear(state.published - current)
+        state.published = current
+
+    def clear(self, uris: Iterable[str]) -> None:
+        for uri in sorted(uris):
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
 
     def shown(self, uri: str, linted: Linted) -> list[Diagnostic]:
         """What the editor shows for this lint: its findings, and shape findings for its text."""
@@ -196,6 +385,9 @@ class TorchlintServer(LanguageServer):
 
     async def fresh(self, uri: str) -> Linted | None:
         """The lint of the document's current text, linting now if the last one is stale."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:
+            return await self._fresh_cell(uri, notebook)
         doc = self.document(uri)
         state = self.states.get(uri)
         if doc is None or state is None:
@@ -204,6 +396,19 @@ class TorchlintServer(LanguageServer):
             return state.linted
         # A pending debounced lint still runs (it may start shape checks); this one answers now.
         return await self.lint_now(uri)
+
+    async def _fresh_cell(self, uri: str, notebook: types.NotebookDocument) -> Linted | None:
+        """A cell's share of the lint of its notebook as it is now (all cells count)."""
+        state = self.states.get(notebook.uri)
+        if state is None:
+            return None
+        linted = state.linted
+        now = tuple((cell.uri, cell.source) for cell in self.code_cells(notebook))
+        if not isinstance(linted, NotebookLinted) or linted.snapshot != now:
+            linted = await self.lint_now(notebook.uri)
+        if not isinstance(linted, NotebookLinted):
+            return None
+        return linted.cells.get(unquote(uri))
 
     # --- shape checks --------------------------------------------------------------------------
 
@@ -266,14 +471,21 @@ class TorchlintServer(LanguageServer):
             self.schedule(uri, shapes=True)
 
     def closed(self, uri: str) -> None:
+        self._forget(uri)
+        self.clear([uri])
+
+    def notebook_closed(self, uri: str, cells: Iterable[str]) -> None:
+        """A notebook closed: clear its cells (those it closed with, and those last shown)."""
+        state = self._forget(uri)
+        self.clear(set(cells) | (state.published if state is not None else set()))
+
+    def _forget(self, uri: str) -> DocumentState | None:
         state = self.states.pop(uri, None)
         if state is not None:
             if state.lint_task is not None:
                 state.lint_task.cancel()
             self.cancel_shapes(state)
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-        )
+        return state
 
     def reconfigure(self) -> None:
         """A configuration file changed: forget what was read and lint every open document."""

@@ -45,6 +45,29 @@ def create_server() -> TorchlintServer:
     def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.closed(params.text_document.uri)
 
+    # Notebooks: pygls keeps the notebook and its cell documents; lint the whole notebook.
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: TorchlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.opened(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(
+        ls: TorchlintServer, params: types.DidChangeNotebookDocumentParams
+    ) -> None:
+        ls.changed(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: TorchlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.saved(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(
+        ls: TorchlintServer, params: types.DidCloseNotebookDocumentParams
+    ) -> None:
+        ls.notebook_closed(
+            params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents]
+        )
+
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(
         ls: TorchlintServer, params: types.DidChangeWatchedFilesParams

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torchlint.diagnostic import Diagnostic
-from torchlint.engine import lint_source
 from torchlint.server import actions
 from torchlint.server.convert import SOURCE, overlaps, to_lsp
 from torchlint.server.hover import codes_at, hover_text
@@ -110,14 +108,13 @@ def quick_fixes(
 
 
 async def fix_all(ls: TorchlintServer, uri: str, linted: Linted) -> types.CodeAction | None:
-    """One edit applying every safe fix (re-linting between passes), or None if nothing changes."""
-    source, enabled = linted.text.source, linted.settings.enabled
+    """One edit applying every safe fix (re-linting between passes), or None if nothing changes.
 
-    def lint(code: str) -> list[Diagnostic]:
-        return lint_source(code, linted.display, enabled)
-
+    A notebook cell is re-linted within its notebook: its findings depend on the other cells.
+    """
+    source = linted.text.source
     loop = asyncio.get_running_loop()
-    fixed = await loop.run_in_executor(ls.linter, actions.fix_all, source, lint, ls.encoding)
+    fixed = await loop.run_in_executor(ls.linter, actions.fix_all, source, linted.lint, ls.encoding)
     if fixed == source:
         return None
     start, end, new_text = actions.replacement(source, fixed)
