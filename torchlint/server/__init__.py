@@ -1,7 +1,8 @@
 """The torchlint language server: `torchlint server` speaks LSP on stdio.
 
 Diagnostics are pushed as documents change, with quick fixes, `# noqa` actions and rule
-documentation on hover. pygls and lsprotocol (the `server` extra) are imported only here.
+documentation on hover; Jupyter notebooks (LSP notebook document sync) get them per cell.
+pygls and lsprotocol (the `server` extra) are imported only here.
 """
 
 from __future__ import annotations

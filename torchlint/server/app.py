@@ -129,8 +129,9 @@ class DocumentState:
     shape_diagnostics: list[Diagnostic] = field(default_factory=list)
     shape_source: str | None = None
     logged: set[str] = field(default_factory=set)
-    #: A notebook's cell URIs that were last given diagnostics (to clear removed cells).
-    published: set[str] = field(default_factory=set)
+    #: A notebook's cells as last published: URI -> (version, diagnostics). Unchanged cells
+    #: are not sent again; cells no longer linted are cleared.
+    published: dict[str, tuple[int | None, list[types.Diagnostic]]] = field(default_factory=dict)
 
 
 def lint_document(path: Path | None, display: str, source: str, root: Path | None, encoding: str):
@@ -356,18 +357,21 @@ class TorchlintServer(LanguageServer):
         )
 
     def _publish_cells(self, state: DocumentState, linted: NotebookLinted) -> None:
-        """Every code cell's diagnostics (none included); cells no longer linted are cleared."""
+        """Each code cell's diagnostics (an empty list too), unless the cell already shows them
+        for its version; cells no longer linted are cleared."""
+        published: dict[str, tuple[int | None, list[types.Diagnostic]]] = {}
         for cell in linted.cells.values():
+            shown = (cell.version, [to_lsp(d, cell.text) for d in self.shown(cell.uri, cell)])
+            published[cell.uri] = shown
+            if state.published.get(cell.uri) == shown:
+                continue
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(
-                    uri=cell.uri,
-                    version=cell.version,
-                    diagnostics=[to_lsp(d, cell.text) for d in self.shown(cell.uri, cell)],
+                    uri=cell.uri, version=cell.version, diagnostics=shown[1]
                 )
             )
-        current = {cell.uri for cell in linted.cells.values()}
-        self.clear(state.published - current)
-        state.published = current
+        self.clear(state.published.keys() - published.keys())
+        state.published = published
 
     def clear(self, uris: Iterable[str]) -> None:
         for uri in sorted(uris):
@@ -474,10 +478,18 @@ class TorchlintServer(LanguageServer):
         self._forget(uri)
         self.clear([uri])
 
+    def notebook_changed(self, uri: str, closed: Iterable[str]) -> None:
+        """A notebook changed; the cells it `closed` (removed) are cleared right away."""
+        state = self.states.get(uri)
+        if state is not None:
+            gone = [cell for cell in closed if state.published.pop(cell, None) is not None]
+            self.clear(gone)
+        self.changed(uri)
+
     def notebook_closed(self, uri: str, cells: Iterable[str]) -> None:
         """A notebook closed: clear its cells (those it closed with, and those last shown)."""
         state = self._forget(uri)
-        self.clear(set(cells) | (state.published if state is not None else set()))
+        self.clear(set(cells) | (state.published.keys() if state is not None else set()))
 
     def _forget(self, uri: str) -> DocumentState | None:
         state = self.states.pop(uri, None)

@@ -54,7 +54,9 @@ def create_server() -> TorchlintServer:
     def notebook_did_change(
         ls: TorchlintServer, params: types.DidChangeNotebookDocumentParams
     ) -> None:
-        ls.changed(params.notebook_document.uri)
+        structure = params.change.cells.structure if params.change.cells else None
+        closed = (structure.did_close or []) if structure else []
+        ls.notebook_changed(params.notebook_document.uri, [cell.uri for cell in closed])
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_did_save(ls: TorchlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
