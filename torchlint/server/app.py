@@ -32,7 +32,7 @@ from torchlint import __version__
 from torchlint.diagnostic import Diagnostic
 from torchlint.engine import INTERNAL_ERROR, lint_source
 from torchlint.noqa import apply_suppressions
-from torchlint.notebook import notebook_from_cells, to_cell_diagnostic
+from torchlint.notebook import Notebook, notebook_from_cells, to_cell_diagnostic
 from torchlint.server.convert import Text, to_lsp
 from torchlint.server.settings import (
     CONFIG_FILE_NAMES,
@@ -98,7 +98,8 @@ class CellLinted(Linted):
 class NotebookLinted(Linted):
     """One lint of a notebook: `text` is the joined module, `cells` each code cell's share.
 
-    `diagnostics` are all findings, re-addressed to cells numbered as Jupyter shows them.
+    `diagnostics` are all findings, re-addressed to cells numbered by position in the notebook
+    (as the client synced it: VS Code leaves out cells the selector does not match).
     """
 
     #: Shares by cell URI, unquoted as the workspace keys documents.
@@ -114,7 +115,7 @@ class CellText:
     uri: str
     source: str
     version: int | None
-    #: 1-based position among all the notebook's cells (markdown included), as Jupyter counts.
+    #: 1-based position among the notebook's cells (markdown included, when synced).
     number: int
 
 
@@ -145,7 +146,10 @@ def lint_document(path: Path | None, display: str, source: str, root: Path | Non
 def lint_cells(sources: Sequence[str], display: str, enabled: frozenset[str]) -> list[Diagnostic]:
     """Lint code cells as one notebook; findings name their cell (`cell=i + 1` for `sources[i]`)
     and count lines within it."""
-    notebook = notebook_from_cells(list(sources))
+    return _lint_joined(notebook_from_cells(list(sources)), display, enabled)
+
+
+def _lint_joined(notebook: Notebook, display: str, enabled: frozenset[str]) -> list[Diagnostic]:
     found = lint_source(notebook.source, display, enabled)
     return [to_cell_diagnostic(notebook, d) for d in found]
 
@@ -156,13 +160,14 @@ def lint_notebook(
     """Lint an open notebook's code cells (runs in the lint thread)."""
     settings = settings_for(path, root)
     sources = tuple(cell.source for cell in cells)
-    found = [] if settings.excluded else lint_cells(sources, display, settings.enabled)
+    notebook = notebook_from_cells(list(sources))
+    found = [] if settings.excluded else _lint_joined(notebook, display, settings.enabled)
     shares: list[list[Diagnostic]] = [[] for _ in cells]
     for d in found:
         if d.cell is not None:
             shares[d.cell - 1].append(d)
     return NotebookLinted(
-        text=Text(notebook_from_cells(list(sources)).source, encoding),
+        text=Text(notebook.source, encoding),
         display=display,
         settings=settings,
         diagnostics=[
