@@ -47,3 +47,18 @@ def test_loader_prepared_in_another_function() -> None:
             fit(model, train_dl, loss_fn, accelerator.device)
     """
     assert _lines(source) == []
+
+
+def test_dataset_of_this_file_keeps_tensors_on_the_device() -> None:
+    source = """
+        import torch
+        from torch.utils.data import Dataset
+
+        class OnDevice(Dataset):
+            def __init__(self, x, y, device):
+                self.x, self.y = x.to(device), y.to(device)
+
+            def __getitem__(self, i):
+                return self.x[i], self.y[i]
+    """
+    assert _lines(source) == []

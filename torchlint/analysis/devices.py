@@ -438,9 +438,10 @@ class FileFacts:
         return found
 
     def loaders_may_be_moved(self) -> bool:
-        """Whether the file wraps loaders in something that moves their batches: a class with
-        an `__iter__`/`__next__` that moves tensors, or a call that takes a loader and a
-        device (`DeviceDataLoader(dl, device)`, `accelerator.prepare(..., loader)`)."""
+        """Whether the file wraps loaders in something that moves their batches: a dataset or
+        loader class (`__getitem__`/`__iter__`/`__next__`) that moves tensors, or a call that
+        takes a loader and a device (`DeviceDataLoader(dl, device)`,
+        `accelerator.prepare(..., loader)`)."""
         if self._loader_wrapping is None:
             self._loader_wrapping = self._find_loader_wrapping()
         return self._loader_wrapping
@@ -448,11 +449,12 @@ class FileFacts:
     def _find_loader_wrapping(self) -> bool:
         context = self.context
         for classdef in context.class_defs().values():
-            for method in class_methods(classdef):
-                if method.name.value in ("__iter__", "__next__") and _DEVICE_LOADER.search(
-                    context.code(method)
-                ):
-                    return True
+            # A dataset or loader of this file that moves what it holds or yields.
+            methods = {method.name.value for method in class_methods(classdef)}
+            if methods & {"__iter__", "__next__", "__getitem__"} and _DEVICE_LOADER.search(
+                context.code(classdef)
+            ):
+                return True
         for node in iter_descendants(context.module):
             if not isinstance(node, cst.Call):
                 continue
@@ -875,12 +877,34 @@ class LoaderFlow:
             return
         taint, variable, dict_like = derived
         key = (id(taint.loop), variable)
-        if key in self.reported:
+        if key in self.reported or self._moves_own_inputs(move.name):
             return
         self.reported.add(key)
         self.findings.append(
             UnmovedBatch(arg.value, variable, taint.loader, move, dict_like or arg.star == "**")
         )
+
+    def _moves_own_inputs(self, model: str) -> bool:
+        """Whether the model is an instance of a class of this file whose `forward` moves its
+        arguments itself (`x = x.to(self.device)`)."""
+        for value in self._values_of(model):
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+                value = value.func.value  # `Net(...).to(device).eval()` -> `Net(...)`
+            if not isinstance(value, cst.Call):
+                continue
+            classdef = self.context.class_defs().get(dotted_name(value.func) or "")
+            forward = (
+                next((m for m in class_methods(classdef) if m.name.value == "forward"), None)
+                if classdef is not None
+                else None
+            )
+            if forward is None:
+                continue
+            code = self.context.code(forward)
+            params = [p.name.value for p in forward.params.params[1:]]
+            if any(f"{name}.to(" in code or f"{name}.cuda(" in code for name in params):
+                return True
+        return False
 
     def _device_value(self, expr: cst.BaseExpression) -> ModelMove | None:
         """The model move behind `expr` when it is a model output (`out`, `out.logits`,
