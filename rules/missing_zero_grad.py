@@ -64,14 +64,28 @@ class MissingZeroGrad(Rule):
     # A finding needs an optimizer `.step(...)` call in the loop.
     triggers = ("step",)
 
-    def visit_Module(self, node: cst.Module) -> None:
+    # Only scopes that call backward() are analysed, once the walk has seen all of them.
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+        elif isinstance(func, cst.Name):
+            name = func.value  # `from torch.autograd import backward`
+        else:
+            return
+        if name in ("backward", "manual_backward"):
+            training_loops(self.context).mark(BACKWARD)
+
+    def leave_Module(self, node: cst.Module) -> None:
         self._check_scope(node)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._check_scope(node)
 
     def _check_scope(self, node: cst.CSTNode) -> None:
         loops = training_loops(self.context)
+        if not loops.marked(BACKWARD, node):
+            return
         scope = loops.scope(node)
         for unit in scope.units:
             if unit.is_loop:

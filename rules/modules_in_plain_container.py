@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.containers import MODULE, plain_container_findings
+from torchlint.analysis.containers import MODULE, container_analysis
 from torchlint.rule import Rule
 
 
@@ -53,8 +53,22 @@ class ModulesInPlainContainer(Rule):
     # Recognising an nn.Module subclass needs `torch.nn` (or `from torch import nn`).
     triggers = ("nn",)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        for finding in plain_container_findings(self.context, node):
+    # Assignments and `self.x.append(...)` calls are recorded as the walk passes them ...
+    def visit_Assign(self, node: cst.Assign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        container_analysis(self.context).note(node)
+
+    # ... and judged once the whole class has been seen.
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        for finding in container_analysis(self.context).findings(node):
             if finding.element != MODULE:
                 continue
             wrapper = "ModuleDict" if finding.container == "dict" else "ModuleList"

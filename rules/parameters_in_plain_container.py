@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.containers import PARAMETER, plain_container_findings
+from torchlint.analysis.containers import PARAMETER, container_analysis
 from torchlint.rule import Rule
 
 
@@ -46,8 +46,22 @@ class ParametersInPlainContainer(Rule):
     name = "parameters-in-plain-container"
     triggers = ("Parameter",)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        for finding in plain_container_findings(self.context, node):
+    # Assignments and `self.x.append(...)` calls are recorded as the walk passes them ...
+    def visit_Assign(self, node: cst.Assign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        container_analysis(self.context).note(node)
+
+    # ... and judged once the whole class has been seen.
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        for finding in container_analysis(self.context).findings(node):
             if finding.element != PARAMETER:
                 continue
             wrapper = "ParameterDict" if finding.container == "dict" else "ParameterList"

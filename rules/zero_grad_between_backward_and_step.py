@@ -43,14 +43,21 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     name = "zero-grad-between-backward-and-step"
     triggers = ("zero_grad",)
 
-    def visit_Module(self, node: cst.Module) -> None:
+    # Only scopes that call zero_grad() are analysed, once the walk has seen all of them.
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "zero_grad":
+            training_loops(self.context).mark(ZERO)
+
+    def leave_Module(self, node: cst.Module) -> None:
         self._check_scope(node)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._check_scope(node)
 
     def _check_scope(self, node: cst.CSTNode) -> None:
         loops = training_loops(self.context)
+        if not loops.marked(ZERO, node):
+            return
         scope = loops.scope(node)
         for unit in scope.units:
             direct = unit.events

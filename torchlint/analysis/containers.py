@@ -116,23 +116,94 @@ class ContainerFinding:
     element: str  # MODULE or PARAMETER
 
 
-_cache: weakref.WeakKeyDictionary[FileContext, dict[int, list[ContainerFinding]]] = (
-    weakref.WeakKeyDictionary()
-)
+class ContainerAnalysis:
+    """Per-file state fed by the rules' callbacks during the tree walk.
+
+    The rules pass every assignment and call they visit (`note`); sites inside methods of
+    a class are kept per class, and `findings` judges a class when the walk leaves it.
+    Both rules share one instance, so each node is recorded once.
+    """
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self._classes: dict[int, _ClassAnalysis] = {}
+        self._findings: dict[int, list[ContainerFinding]] = {}
+        self._seen: set[int] = set()
+
+    def note(self, node: cst.Assign | cst.AnnAssign | cst.AugAssign | cst.Call) -> None:
+        if isinstance(node, cst.Call):
+            func = node.func
+            if not (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Attribute)
+                and (func.attr.value in _ADDERS or func.attr.value in _ADDERS_BY_KEY)
+            ):
+                return  # not `self.x.append(...)`
+        elif node.value is None:
+            return
+        key = id(node)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        method = self.context.enclosing_function()
+        classdef = self.context.enclosing_class()
+        if method is None or classdef is None:
+            return
+        self_name = _self_name(method)
+        if self_name is None:
+            return
+        analysis = self._classes.get(id(classdef))
+        if analysis is None:
+            analysis = self._classes[id(classdef)] = _ClassAnalysis(self.context, classdef)
+        if isinstance(node, cst.Call):
+            assert isinstance(node.func, cst.Attribute)
+            receiver = node.func.value
+            assert isinstance(receiver, cst.Attribute)
+            if _is_self(receiver.value, self_name):
+                analysis.method_call(receiver.attr.value, node.func.attr.value, node, method)
+        else:
+            analysis.assignment(node, method, self_name)
+
+    def findings(self, classdef: cst.ClassDef) -> list[ContainerFinding]:
+        """Findings for a class whose body has been walked."""
+        key = id(classdef)
+        found = self._findings.get(key)
+        if found is None:
+            analysis = self._classes.get(key)
+            found = []
+            if analysis is not None and self.context.is_nn_module(classdef):
+                found = analysis.run()
+            self._findings[key] = found
+        return found
 
 
-def plain_container_findings(
-    context: FileContext, classdef: cst.ClassDef
-) -> list[ContainerFinding]:
-    """Findings for one class (computed once per class, shared by TL401 and TL402)."""
-    per_file = _cache.setdefault(context, {})
-    found = per_file.get(id(classdef))
+_cache: weakref.WeakKeyDictionary[FileContext, ContainerAnalysis] = weakref.WeakKeyDictionary()
+
+
+def container_analysis(context: FileContext) -> ContainerAnalysis:
+    """The file's shared analysis (one per file, for TL401 and TL402)."""
+    found = _cache.get(context)
     if found is None:
-        found = []
-        if context.is_nn_module(classdef):
-            found = _ClassAnalysis(context, classdef).run()
-        per_file[id(classdef)] = found
+        found = _cache[context] = ContainerAnalysis(context)
     return found
+
+
+def _parameter_names(method: cst.FunctionDef) -> set[str]:
+    params = method.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
+def _self_name(method: cst.FunctionDef) -> str | None:
+    """The name of a method's instance parameter; None for static and class methods."""
+    for decorator in method.decorators:
+        if dotted_name(decorator.decorator) in ("staticmethod", "classmethod"):
+            return None
+    params = method.params.posonly_params or method.params.params
+    return params[0].name.value if params else None
 
 
 @dataclass
@@ -155,43 +226,27 @@ class _ClassAnalysis:
         self._names: dict[int, tuple[Counter[str], Counter[str]]] = {}
 
     def run(self) -> list[ContainerFinding]:
-        methods = list(self._methods())
-        for method, self_name in methods:
-            if self._registers_by_hand(method):
-                return []  # add_module/setattr bookkeeping: too dynamic to follow
-            self._scan(method, self_name)
-        findings: list[ContainerFinding] = []
+        candidates: list[ContainerFinding] = []
         for attribute, sites in self.sites.items():
-            if attribute in self.escaped:
-                continue
-            findings.extend(self._judge(attribute, sites))
-        return findings
+            candidates.extend(self._judge(attribute, sites))
+        if not candidates:
+            return []
+        for method, self_name in self._methods():
+            if not self._scan_uses(method, self_name):
+                return []  # add_module/setattr bookkeeping: too dynamic to follow
+        return [f for f in candidates if f.attribute[len("self.") :] not in self.escaped]
 
     # -- gathering ---------------------------------------------------------------------------
     def _methods(self) -> Iterator[tuple[cst.FunctionDef, str]]:
-        body = self.classdef.body
-        if not isinstance(body, cst.IndentedBlock):
-            return
-        for stmt in body.body:
-            if not isinstance(stmt, cst.FunctionDef):
-                continue
-            decorators = {dotted_name(d.decorator) for d in stmt.decorators}
-            if decorators & {"staticmethod", "classmethod"}:
-                continue
-            params = stmt.params.params or stmt.params.posonly_params
-            if params:
-                yield stmt, params[0].name.value
+        for node in iter_scope_nodes(self.classdef.body):
+            if isinstance(node, cst.FunctionDef):
+                self_name = _self_name(node)
+                if self_name is not None:
+                    yield node, self_name
 
-    def _registers_by_hand(self, method: cst.FunctionDef) -> bool:
-        for node in iter_scope_nodes(method):
-            if isinstance(node, cst.Call):
-                name = _callee_name(node)
-                if name in _REGISTERING or name == "__setattr__":
-                    return True
-        return False
-
-    def _scan(self, method: cst.FunctionDef, self_name: str) -> None:
-        """Record assignment/addition sites of `self.<attr>` and uses that may register it."""
+    def _scan_uses(self, method: cst.FunctionDef, self_name: str) -> bool:
+        """Mark attributes whose reads may register them; False if the method registers
+        submodules by hand (`add_module`, `setattr`, ...)."""
         stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [
             (child, (method,)) for child in reversed(iter_children(method))
         ]
@@ -200,13 +255,16 @@ class _ClassAnalysis:
             if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 continue
             if isinstance(node, cst.Attribute) and _is_self(node.value, self_name):
-                self._use(node, parents, method)
-            elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                self._assignment(node, method, self_name)
+                self._use(node, parents)
+            elif isinstance(node, cst.Call):
+                name = _callee_name(node)
+                if name in _REGISTERING or name == "__setattr__":
+                    return False
             chain = (*parents[-2:], node)
             stack.extend((child, chain) for child in reversed(iter_children(node)))
+        return True
 
-    def _assignment(
+    def assignment(
         self, node: cst.Assign | cst.AnnAssign | cst.AugAssign, method: cst.FunctionDef, me: str
     ) -> None:
         value = node.value
@@ -234,18 +292,13 @@ class _ClassAnalysis:
         if attribute not in _INTERNAL_ATTRIBUTES:
             self.sites.setdefault(attribute, []).append(site)
 
-    def _use(
-        self, node: cst.Attribute, parents: tuple[cst.CSTNode, ...], method: cst.FunctionDef
-    ) -> None:
+    def _use(self, node: cst.Attribute, parents: tuple[cst.CSTNode, ...]) -> None:
         """Classify a read of `self.<attr>`: element access and iteration are harmless."""
         attribute = node.attr.value
         parent = parents[-1]
         grandparent = parents[-2] if len(parents) > 1 else None
         if isinstance(parent, cst.Attribute) and parent.value is node:
-            # `self.x.append(v)` and friends add elements; other methods only read.
-            if isinstance(grandparent, cst.Call) and grandparent.func is parent:
-                self._method_call(attribute, parent.attr.value, grandparent, method)
-            return
+            return  # `self.x.append(v)`, `self.x.items()`: adds or reads elements
         if isinstance(parent, cst.Subscript) and parent.value is node:
             return
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is node:
@@ -270,7 +323,7 @@ class _ClassAnalysis:
         # Passed to a call, aliased, returned, unpacked, ...: it may be registered elsewhere.
         self.escaped.add(attribute)
 
-    def _method_call(
+    def method_call(
         self, attribute: str, method_name: str, call: cst.Call, method: cst.FunctionDef
     ) -> None:
         positional = [a.value for a in call.args if not a.keyword and not a.star]
@@ -491,8 +544,10 @@ class _ClassAnalysis:
         Returns its initial value and the (value, is_many) items added to it. Any other use
         (`nn.Sequential(*layers)`, `nn.ModuleList(layers)`, ...) may register the elements.
         """
+        if name.value in _parameter_names(method) or name.value in self.context.class_defs():
+            return None  # `self.config = config`: the common case, settled without a scan
         values = self.context.assignments(method).get(name.value, [])
-        if len(values) != 1 or name.value in self.context.class_defs():
+        if len(values) != 1:
             return None
         initial = values[0]
         if self._plain_kind(initial, method, False) is None:

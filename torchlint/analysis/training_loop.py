@@ -373,6 +373,8 @@ class _FileFacts:
     #: another same-file function).
     clearing_functions: set[str]
     backward_functions: set[str]
+    #: Every function name defined in the file (the others we cannot see into).
+    functions: set[str]
 
 
 class TrainingLoops:
@@ -381,8 +383,22 @@ class TrainingLoops:
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self._scopes: dict[int, Scope] = {}
+        self._marked: dict[str, set[int]] = {}
         self._facts: _FileFacts | None = None
         self._canonical: dict[tuple[int, int], str | None] = {}
+
+    def mark(self, what: str) -> None:
+        """Note that the scope being walked contains `what` (a call seen by a rule)."""
+        for node in reversed(self.context.ancestors):
+            if isinstance(node, (cst.ClassDef, cst.Lambda)):
+                return  # class bodies and lambdas are not analysed
+            if isinstance(node, cst.FunctionDef):
+                self._marked.setdefault(what, set()).add(id(node))
+                return
+        self._marked.setdefault(what, set()).add(id(self.context.module))
+
+    def marked(self, what: str, scope: cst.CSTNode) -> bool:
+        return id(scope) in self._marked.get(what, ())
 
     def scope(self, node: cst.CSTNode) -> Scope:
         found = self._scopes.get(id(node))
@@ -440,7 +456,7 @@ class TrainingLoops:
                     if name not in found and calls & found:
                         found.add(name)
                         changed = True
-        return _FileFacts(shared, clearing, backward)
+        return _FileFacts(shared, clearing, backward, set(functions))
 
     # -- names ---------------------------------------------------------------------------------
     def canonical(self, expr: cst.BaseExpression | None, scope: Scope) -> str | None:
@@ -567,9 +583,30 @@ class TrainingLoops:
             return True
         assert zero.receiver is not None
         if self.is_optimizer(zero.receiver, scope):
-            return False  # a different optimizer
+            return not self._distinct_optimizers(receiver, target, scope)
         models = self.optimizer_models(target, scope)
         return models is None or any(_related(receiver, m) for m in models)
+
+    def _distinct_optimizers(self, first: str, second: str, scope: Scope) -> bool:
+        """Whether two optimizer names surely hold different objects.
+
+        Each must be built by its own optimizer constructor call, or be a parameter of the
+        function; `self._optimizer` and a `self.optimizer` property may be one object.
+        """
+        if _strip_private(first) == _strip_private(second):
+            return False
+        sources: list[set[int]] = []
+        for name in (first, second):
+            values = self.values_of(name, scope)
+            if values:
+                if not all(self._is_optimizer_constructor(v) for v in values):
+                    return False
+                sources.append({id(v) for v in values})
+            elif "." in name or name not in _parameter_names(scope.node):
+                return False
+            else:
+                sources.append({hash(name)})
+        return not sources[0] & sources[1]
 
     def surely_clears(self, zero: Event, optimizer: cst.BaseExpression, scope: Scope) -> bool:
         """Whether `zero` certainly clears `optimizer`'s gradients."""
@@ -589,6 +626,8 @@ class TrainingLoops:
         """Whether a call passes the optimizer to code that might clear its gradients."""
         if event.kind != CALL or event.name in _KEEPS_GRADIENTS:
             return False
+        if event.name in self.facts.functions:
+            return False  # defined here, and not among the clearing functions
         return any(self.canonical(arg, scope) == optimizer for arg in event.args)
 
     def runs_backward(self, event: Event) -> bool:
@@ -604,6 +643,18 @@ class TrainingLoops:
         if event.kind == CLEAR:
             return True
         return event.kind == CALL and event.name in self.facts.clearing_functions
+
+
+def _strip_private(name: str) -> str:
+    return ".".join(part.lstrip("_") for part in name.split("."))
+
+
+def _parameter_names(node: cst.CSTNode) -> set[str]:
+    if not isinstance(node, cst.FunctionDef):
+        return set()
+    params = node.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return {p.name.value for p in every}
 
 
 def _related(a: str, b: str) -> bool:
