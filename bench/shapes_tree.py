@@ -40,7 +40,7 @@ def main() -> None:
             counts[d.code] += 1
             if d.code == "TL690":
                 reasons[d.message.split(" skipped: ", 1)[-1][:90]] += 1
-            if d.code != "TL690" or verbose:
+            if d.code != "TL690" or verbose or "internal error" in d.message:
                 print(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}")
     print(f"\n{len(files)} files in {elapsed:.1f} s; findings: {dict(sorted(counts.items()))}")
     for reason, count in reasons.most_common(20):

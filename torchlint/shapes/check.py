@@ -210,15 +210,15 @@ class FileChecker:
             if result.ok and not result.pinned:
                 self._constraints(result, plan, label, where, prefix)
                 return
-        definite = [(p, r) for p, r in results if r.code is not None and not r.rank_error]
+        # An error on the number of dimensions only counts when the input's rank is known.
+        definite = [
+            (p, r) for p, r in results if r.code is not None and (not r.rank_error or p.evidenced)
+        ]
         if not definite:
             passing = [(p, r) for p, r in results if r.ok]
             if passing:
                 self._constraints(passing[0][1], passing[0][0], label, where, prefix)
                 return
-            definite = [(p, r) for p, r in results if r.code is not None]
-            if len(definite) != len(results):
-                definite = []
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
@@ -227,7 +227,11 @@ class FileChecker:
             return
         record["result"] = "skipped"
         first = results[0][1]
-        reason = first.reason or "the model failed differently for each possible input shape"
+        reason = (
+            first.reason
+            or _rank_reason(results)
+            or ("the model failed differently for each possible input shape")
+        )
         self._skip(path, line, label, reason)
 
     def _constraints(
@@ -400,6 +404,16 @@ PROBE_SIZES = (32, 28, 224, 64)
 def _probed_dims(plan: InputPlan) -> list[str]:
     names = {d.name for spec in plan.specs for d in spec.dims if d.name}
     return sorted(n for n in names if n[:1] in "HWDTL")
+
+
+def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:
+    failure = results[0][1].failure
+    if failure is None or not results[0][1].rank_error:
+        return None
+    return (
+        "no guess of the input's number of dimensions works "
+        f"({_brief(failure.exc)}); declare the input shape"
+    )
 
 
 def _same_site(a: PlanResult, b: PlanResult) -> bool:

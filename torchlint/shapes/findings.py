@@ -481,7 +481,9 @@ def _op_message(failure: Failure, ctx: Context) -> str:
             return f"{head} cannot take a {rank}-D input {show_shape(shape, names)}"
         return f"{head} cannot take an input of shape {show_shape(shape, names)}"
     op = failure.op or "this op"
-    joined = " and ".join(shapes) if shapes else "its inputs"
+    if not shapes:
+        return f"{op} fails on its inputs"
+    joined = " and ".join(shapes)
     if op in ("cat", "concat", "concatenate", "stack", "hstack", "vstack"):
         return (
             f"torch.{op} cannot join tensors of shapes {joined}: "

@@ -227,8 +227,16 @@ def op_name(target: Any) -> str:
     return getattr(target, "__name__", str(target)).strip("_")
 
 
+def torch_forward(module: nn.Module) -> bool:
+    """Whether the module runs torch's own forward (a subclass may reshape first)."""
+    forward = getattr(type(module), "forward", None)
+    return getattr(forward, "__module__", "").startswith("torch.")
+
+
 def module_templates(module: nn.Module) -> tuple[list[Template], torch.dtype] | None:
     """The input shapes a layer accepts, as templates with free sizes."""
+    if not torch_forward(module):
+        return None
     N, L, H, W, D = (Dim.free(n) for n in "NLHWD")
     fixed = Dim.fixed
     if isinstance(module, (nn.Linear, nn.Bilinear)):
@@ -249,7 +257,8 @@ def module_templates(module: nn.Module) -> tuple[list[Template], torch.dtype] | 
         return ([[N, L, size]] if module.batch_first else [[L, N, size]]), torch.float32
     if isinstance(module, nn.LayerNorm):
         shape = [fixed(s) for s in module.normalized_shape]
-        return [[N, L, *shape], [N, *shape]], torch.float32
+        # Sequences, vectors, and channels-last feature maps (ConvNeXt-style blocks).
+        return [[N, L, *shape], [N, *shape], [N, H, W, *shape]], torch.float32
     if isinstance(module, (nn.BatchNorm1d, nn.InstanceNorm1d)):
         return [[N, fixed(module.num_features)], [N, fixed(module.num_features), L]], torch.float32
     if isinstance(module, (nn.BatchNorm2d, nn.InstanceNorm2d)):
@@ -336,7 +345,7 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                     if shape is not None:
                         plans.append(InputPlan([TensorSpec(shape, dtype)]))
                 return plans or None
-            if isinstance(module, _PASS_MODULES + _POOLS):
+            if isinstance(module, _PASS_MODULES + _POOLS) and torch_forward(module):
                 current = consumer
                 continue
             if isinstance(module, nn.Flatten) and module.start_dim == 1:
@@ -437,9 +446,9 @@ def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[Inpu
                 if shape is not None:
                     plans.append(InputPlan([TensorSpec(shape, dtype)]))
             return plans or None
-        if isinstance(module, _PASS_MODULES):
+        if isinstance(module, _PASS_MODULES) and torch_forward(module):
             continue
-        if type(module).__module__.startswith("torch.") or depth >= 4:
+        if torch_forward(module) or depth >= 4:
             return None
         position = slot if isinstance(slot, int) else _param_index(module, slot)
         if position is None:
