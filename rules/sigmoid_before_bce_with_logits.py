@@ -56,12 +56,15 @@ class SigmoidBeforeBceWithLogits(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self._active = has_loss_token(context.source, BCE_WITH_LOGITS)
+        # Shared with the sibling rules; None when the file has no loss of this family.
+        self._flow = (
+            activation_flow(context) if has_loss_token(context.source, BCE_WITH_LOGITS) else None
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
+        if self._flow is None:
             return
-        found = activation_flow(self.context).loss_input(node, self.context.ancestors)
+        found = self._flow.loss_input(node, self.context.ancestors)
         if found is None or found.loss.kind != BCE_WITH_LOGITS or found.activation.kind != SIGMOID:
             return
         self.report(

@@ -65,12 +65,15 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self._active = has_loss_token(context.source, CROSS_ENTROPY)
+        # Shared with the sibling rules; None when the file has no loss of this family.
+        self._flow = (
+            activation_flow(context) if has_loss_token(context.source, CROSS_ENTROPY) else None
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
+        if self._flow is None:
             return
-        found = activation_flow(self.context).loss_input(node, self.context.ancestors)
+        found = self._flow.loss_input(node, self.context.ancestors)
         if found is None or found.loss.kind != CROSS_ENTROPY:
             return
         activation = found.activation

@@ -49,12 +49,13 @@ class SoftmaxBeforeNllLoss(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self._active = has_loss_token(context.source, NLL)
+        # Shared with the sibling rules; None when the file has no loss of this family.
+        self._flow = activation_flow(context) if has_loss_token(context.source, NLL) else None
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._active:
+        if self._flow is None:
             return
-        found = activation_flow(self.context).loss_input(node, self.context.ancestors)
+        found = self._flow.loss_input(node, self.context.ancestors)
         if found is None or found.loss.kind != NLL or found.activation.kind != SOFTMAX:
             return
         self.report(

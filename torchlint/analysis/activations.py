@@ -201,8 +201,37 @@ _REBINDING_PARENTS = (
     cst.ExceptStarHandler,
 )
 _MAX_DEPTH = 12
+# `criterion = ` / `self.loss_fn: nn.Module = ` / `a = b = ` up to a loss spelling on the line.
+_ASSIGNMENT_PREFIX = re.compile(
+    r"[ \t]*((?:[\w.]+[ \t]*(?::[^=\n]*)?=[ \t]*)+)[( \t]*(?:[\w.]+\.)?$"
+)
 _ASSIGNED_NAME = re.compile(r"([\w.]+)[ \t]*(?::[^=\n]*)?=")
 _MISSING: list[cst.BaseExpression | None] = []
+# Node types `_own_bindings` looks at: a cheap filter before its chain of checks.
+_BINDING_NODES = frozenset(
+    {
+        cst.Assign,
+        cst.AnnAssign,
+        cst.NamedExpr,
+        cst.AugAssign,
+        cst.For,
+        cst.CompFor,
+        cst.WithItem,
+        cst.ExceptHandler,
+        cst.ExceptStarHandler,
+        cst.Del,
+        cst.Global,
+        cst.Nonlocal,
+        cst.Import,
+        cst.ImportFrom,
+        cst.FunctionDef,
+        cst.ClassDef,
+        cst.Param,
+        cst.MatchAs,
+        cst.MatchStar,
+        cst.MatchMapping,
+    }
+)
 
 
 class ActivationFlow:
@@ -266,16 +295,14 @@ class ActivationFlow:
                 for local, target in self.context.imports.aliases.items()
                 if canonical(target) in _LOSS_CLASSES or canonical(target) in _LOSS_FUNCTIONS
             )
-            pattern = re.compile(
-                r"^[ \t]*((?:[\w.]+[ \t]*(?::[^=\n]*)?=[ \t]*)+)[( \t]*(?:[\w.]+\.)?(?:"
-                + "|".join(sorted(map(re.escape, spellings)))
-                + r")\b",
-                re.MULTILINE,
-            )
+            spelled = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, spellings))) + r")\b")
+            source = self.context.source
             found: set[str] = set()
-            for match in pattern.finditer(self.context.source):
-                for target in _ASSIGNED_NAME.findall(match.group(1)):
-                    found.add(target.rsplit(".", 1)[-1])
+            for match in spelled.finditer(source):
+                start = source.rfind("\n", 0, match.start()) + 1
+                line = _ASSIGNMENT_PREFIX.match(source, start, match.start())
+                if line is not None:
+                    found.update(t.rsplit(".", 1)[-1] for t in _ASSIGNED_NAME.findall(line[1]))
             self._loss_holders = frozenset(found)
         return self._loss_holders
 
@@ -544,6 +571,8 @@ class ActivationFlow:
                 for value in self._index(stmt).get(name, ()):
                     if value is None:
                         return []  # also bound some way we cannot follow
+                    if dotted_name(_unwrap_module_methods(value)) == name:
+                        continue  # `self.net = self.net.to(device)` keeps the same model
                     found.append(
                         (value, _Where(None, (stmt, current, self.context.module), current))
                     )
@@ -566,16 +595,9 @@ class ActivationFlow:
                 index = next((k for k, stmt in enumerate(body) if stmt is child), None)
                 if index is None:
                     continue
-                for stmt in reversed(body[:index]):
-                    if name not in self._bound_names(stmt):
-                        continue
-                    value, small = _assigned_value(stmt, name)
-                    if value is None or small is None:
-                        return _Reach.AMBIGUOUS, None, None
-                    def_path = (
-                        (*path[: i + 1], stmt) if small is stmt else (*path[: i + 1], stmt, small)
-                    )
-                    return _Reach.FOUND, value, _Where(def_path, where.scopes, where.cls)
+                found = self._last_binding(name, body[:index], path[: i + 1], where)
+                if found is not None:
+                    return found
                 continue
             if isinstance(parent, (cst.FunctionDef, cst.Module)):
                 if name in self._index(parent):
@@ -596,6 +618,34 @@ class ActivationFlow:
                 return _Reach.AMBIGUOUS, None, None
         return _Reach.NOT_BOUND, None, None
 
+    def _last_binding(
+        self,
+        name: str,
+        statements: list[cst.CSTNode],
+        prefix: tuple[cst.CSTNode, ...],
+        where: _Where,
+    ) -> tuple[_Reach, cst.BaseExpression | None, _Where | None] | None:
+        """The last binding of `name` among straight-line `statements`; None if there is none."""
+        for stmt in reversed(statements):
+            if name not in self._bound_names(stmt):
+                continue
+            if isinstance(stmt, cst.With) and not any(
+                name in self._bound_names(item) for item in stmt.items
+            ):
+                # A `with` body runs straight through: look inside it.
+                inner = _statement_list(stmt.body)
+                if inner is not None:
+                    found = self._last_binding(name, inner, (*prefix, stmt, stmt.body), where)
+                    if found is not None:
+                        return found
+                return _Reach.AMBIGUOUS, None, None
+            value, small = _assigned_value(stmt, name)
+            if value is None or small is None:
+                return _Reach.AMBIGUOUS, None, None
+            def_path = (*prefix, stmt) if small is stmt else (*prefix, stmt, small)
+            return _Reach.FOUND, value, _Where(def_path, where.scopes, where.cls)
+        return None
+
     def _bound_names(self, node: cst.CSTNode) -> frozenset[str]:
         key = id(node)
         cached = self._bound.get(key)
@@ -611,8 +661,9 @@ class ActivationFlow:
         if cached is None:
             cached = {}
             for node in iter_scope_nodes(scope):
-                for name, value in _own_bindings(node):
-                    cached.setdefault(name, []).append(value)
+                if type(node) in _BINDING_NODES:
+                    for name, value in _own_bindings(node):
+                        cached.setdefault(name, []).append(value)
             self._indexes[key] = cached
         return cached
 
@@ -769,7 +820,8 @@ def _bindings_in(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | 
         return
     yield from _own_bindings(node)
     for inner in iter_scope_nodes(node):
-        yield from _own_bindings(inner)
+        if type(inner) in _BINDING_NODES:
+            yield from _own_bindings(inner)
 
 
 def _own_bindings(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
