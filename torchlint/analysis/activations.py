@@ -433,12 +433,14 @@ class ActivationFlow:
         if kind is not None:
             return Activation(kind, f"an `{_short(qualified)}` layer")
         if qualified == "torch.nn.Sequential":
-            last = _last_layer(value, self.context)
+            last = _last_layer(value)
             if last is None:
                 return None
             inner = self._module_value(last, where, depth + 1)
             if inner is None:
                 return None
+            if inner.sequential:
+                return inner  # a nested Sequential already says "the model ends in ..."
             if inner.via is not None:
                 return Activation(inner.kind, inner.describe(), "the model's last layer:", True)
             return Activation(inner.kind, inner.source, "the model ends in", True)
@@ -761,23 +763,28 @@ def _looks_like_dim(expr: cst.BaseExpression) -> bool:
     return name is not None and ("dim" in name.rsplit(".", 1)[-1] or name.endswith("axis"))
 
 
-def _last_layer(call: cst.Call, context: FileContext) -> cst.BaseExpression | None:
+def _last_layer(call: cst.Call) -> cst.BaseExpression | None:
     """The last layer given to `nn.Sequential(...)`, including the `OrderedDict` form."""
-    if not call.args or any(arg.keyword is not None or arg.star for arg in call.args):
+    # `nn.Sequential(*body, nn.Softmax(1))` still ends in the softmax; keywords are not layers.
+    if not call.args or call.args[-1].star or any(arg.keyword is not None for arg in call.args):
         return None
     last = call.args[-1].value
-    if len(call.args) == 1 and isinstance(last, cst.Call):
-        func_name = dotted_name(last.func) or ""
-        if func_name.rsplit(".", 1)[-1] != "OrderedDict" or len(last.args) != 1:
-            return None
-        pairs = last.args[0].value
-        if not isinstance(pairs, (cst.List, cst.Tuple)) or not pairs.elements:
-            return None
-        pair = pairs.elements[-1].value
-        if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
-            return None
-        return pair.elements[1].value
-    return last
+    is_ordered_dict = isinstance(last, cst.Call) and (dotted_name(last.func) or "").endswith(
+        "OrderedDict"
+    )
+    if not (len(call.args) == 1 and isinstance(last, cst.Call) and is_ordered_dict):
+        return last
+    if len(last.args) != 1:
+        return None
+    pairs = last.args[0].value
+    if not isinstance(pairs, (cst.List, cst.Tuple)) or not pairs.elements:
+        return None
+    pair = pairs.elements[-1]
+    if isinstance(pair, cst.StarredElement) or not isinstance(pair.value, cst.Tuple):
+        return None
+    if len(pair.value.elements) != 2:
+        return None
+    return pair.value.elements[1].value
 
 
 def _statement_list(node: cst.CSTNode) -> list[cst.CSTNode] | None:
