@@ -122,12 +122,16 @@ class MissingZeroGrad(Rule):
                 continue
             elif target in assigned or (loops.optimizer_models(target, scope) or set()) & assigned:
                 continue  # a new optimizer or model every iteration starts from clean gradients
+            # Name the backward() that feeds this step: the last one before it, if any.
+            feeding = [e for e in direct if e.kind == BACKWARD and e.pos < step.pos]
+            fed_by = feeding[-1] if feeding else backward
             name = _short(self.context.code(optimizer))
             self.report(
                 step.node,
-                f"loop calls {_short(self.context.code(backward.node))} and {name}.step() but "
-                f"never {name}.zero_grad(): gradients accumulate across iterations; call "
-                f"{name}.zero_grad() at the start of each iteration",
+                f"loop calls {_short(self.context.code(fed_by.node))} and "
+                f"{_short(self.context.code(step.node))} but never {name}.zero_grad(): "
+                f"gradients accumulate across iterations; call {name}.zero_grad() at the "
+                "start of each iteration",
             )
 
 

@@ -78,8 +78,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
                 later = [e for e in direct if e.pos > zero.pos and is_prefix(zero.path, e.path)]
                 for step, optimizer in loops.steps(later, scope):
                     between = [e for e in scope.events if zero.pos < e.pos < step.pos]
-                    if any(e.kind == JUMP or loops.runs_backward(e) for e in between):
-                        break  # a fresh backward (or a way out) before the step
+                    if any(e.kind == JUMP or loops.sets_gradients(e) for e in between):
+                        break  # new gradients (or a way out) before the step
                     if loops.surely_clears(zero, optimizer, scope):
                         assert zero.receiver is not None
                         self.report(

@@ -28,6 +28,7 @@ from torchlint.walker import iter_children, iter_descendants
 BACKWARD = "backward"  # `<expr>.backward()`, `torch.autograd.backward(...)`
 ZERO = "zero_grad"  # `<receiver>.zero_grad(...)`
 CLEAR = "clear"  # clears gradients some other way: `p.grad = None`, `zero_grads(model)`
+GRAD_WRITE = "grad_write"  # changes `.grad` in place: `p.grad.add_(noise)`, `p.grad.copy_(g)`
 CALL = "call"  # any other call, `step()` included (classified later)
 JUMP = "jump"  # return / raise / break / continue
 ASSIGN = "assign"  # `<dotted name> = ...`
@@ -322,8 +323,10 @@ class _Collector:
             if name == "zero_grad":
                 self._event(ZERO, call, unit, path, receiver=receiver)
                 return
-            if name in ("zero_", "detach_", "fill_") and _mentions_grad(receiver):
-                self._event(CLEAR, call, unit, path)  # `p.grad.zero_()`
+            if name.endswith("_") and _mentions_grad(receiver):
+                # `p.grad.zero_()` clears; `p.grad.mul_(scale)` rewrites what step() will use.
+                kind = CLEAR if name in ("zero_", "fill_") else GRAD_WRITE
+                self._event(kind, call, unit, path)
                 return
         elif isinstance(func, cst.Name):
             name, receiver = func.value, None
@@ -637,6 +640,17 @@ class TrainingLoops:
         if event.kind != CALL:
             return False
         return "backward" in event.name.lower() or event.name in self.facts.backward_functions
+
+    def sets_gradients(self, event: Event) -> bool:
+        """Writes `.grad` (gradient surgery, restoring saved gradients) or may do so."""
+        if event.kind in (CLEAR, GRAD_WRITE) or self.runs_backward(event):
+            return True
+        if event.kind != CALL:
+            return False
+        name = event.name.lower()
+        if "grad" in name and name not in ("clip_grad_norm_", "clip_grad_value_"):
+            return True  # `apply_gradients(...)`, `set_grads(...)`
+        return event.name in self.facts.clearing_functions
 
     def clears_all(self, event: Event) -> bool:
         """Clears gradients other than through `<receiver>.zero_grad()`."""
