@@ -76,6 +76,18 @@ def _quiet() -> None:
     torch.set_num_threads(1)
 
 
+def _no_network() -> None:
+    """A constructor that downloads weights fails at once instead of hanging the check."""
+    import socket
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("network access is disabled during shape checks")
+
+    socket.getaddrinfo = refuse  # type: ignore[assignment]
+    socket.create_connection = refuse  # type: ignore[assignment]
+    socket.socket.connect = refuse  # type: ignore[method-assign]
+
+
 def warm() -> None:
     """Check a small model in-process so every lazy import happens before forking."""
     job = {
@@ -244,6 +256,7 @@ def main() -> None:
     timeout = float(request.get("timeout", 20.0))
     _quiet()
     warm()
+    _no_network()
     project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))
     project.files.update(request["texts"])
     project.install()
