@@ -40,11 +40,6 @@ class CheckpointUseReentrant(Rule):
     grad, e.g. a frozen embedding feeding the first checkpointed block). PyTorch recommends
     `use_reentrant=False`.
 
-    ## Fix safety
-    The fix is unsafe: the non-reentrant implementation behaves differently in corner cases
-    (it saves and checks tensor metadata on recomputation, and it is affected by other
-    saved-tensor hooks); run the training step once after applying it.
-
     ## Example
     ```python
     from torch.utils.checkpoint import checkpoint
@@ -58,6 +53,11 @@ class CheckpointUseReentrant(Rule):
 
     x = checkpoint(self.block, x, use_reentrant=False)
     ```
+
+    ## Fix safety
+    The fix is unsafe: the non-reentrant implementation behaves differently in corner cases
+    (it saves and checks tensor metadata on recomputation, and it is affected by other
+    saved-tensor hooks); run the training step once after applying it.
     """
 
     code = "TL702"

@@ -67,10 +67,6 @@ class DeprecatedTorchApi(Rule):
     device type) or fix long-standing inconsistencies (`torch.range` includes its end,
     unlike Python's `range`).
 
-    ## Fix safety
-    The fixes are safe: each is offered only where the replacement takes the same arguments
-    and computes the same result.
-
     ## Example
     ```python
     scaler = torch.cuda.amp.GradScaler()
@@ -84,6 +80,10 @@ class DeprecatedTorchApi(Rule):
     with torch.amp.autocast("cuda", dtype=torch.bfloat16):
         loss = model(x)
     ```
+
+    ## Fix safety
+    The fixes are safe: each is offered only where the replacement takes the same arguments
+    and computes the same result.
     """
 
     code = "TL703"

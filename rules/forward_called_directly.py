@@ -35,10 +35,6 @@ class ForwardCalledDirectly(Rule):
     LoRA/PEFT adapters) rely on. Calling `forward` directly silently skips all of that, so
     the result can differ from what the model computes everywhere else.
 
-    ## Fix safety
-    The fix is marked safe: calling the module is the documented way to run it. When the
-    object has hooks registered, they now run, which is the point of the change.
-
     ## Example
     ```python
     logits = model.forward(images)
@@ -48,6 +44,10 @@ class ForwardCalledDirectly(Rule):
     ```python
     logits = model(images)
     ```
+
+    ## Fix safety
+    The fix is marked safe: calling the module is the documented way to run it. When the
+    object has hooks registered, they now run, which is the point of the change.
     """
 
     code = "TL403"

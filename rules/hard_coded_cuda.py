@@ -24,7 +24,22 @@ _DEVICE_AWARE = re.compile(
 )
 
 
+# Kernel libraries: code importing them runs on a GPU by construction.
+_GPU_ONLY_PACKAGES = frozenset({"triton", "cutlass", "cuda", "pycuda", "cupy", "numba.cuda"})
 _DEVICE_WORD = re.compile(r"cuda|gpu|device|accelerator", re.I)
+
+
+def _gpu_only_file(context: FileContext) -> bool:
+    """A file under a `cuda` directory (or named for CUDA), or one that imports a GPU kernel
+    library: CUDA-specific by design."""
+    # The file and its two nearest folders (not wherever the checkout happens to live).
+    parts = re.split(r"[/\\]", context.path.lower())[-3:]
+    if any("cuda" in part for part in parts):
+        return True
+    return any(
+        target in _GPU_ONLY_PACKAGES or target.split(".", 1)[0] in _GPU_ONLY_PACKAGES
+        for target in context.imports.aliases.values()
+    )
 
 
 def _is_cuda_string(expr: cst.BaseExpression | None) -> bool:
@@ -39,8 +54,9 @@ class HardCodedCuda(Rule):
     `torch.device("cuda")`, `.to("cuda")` — in a file that never checks whether CUDA is
     available: no `torch.cuda.is_available()`, `torch.accelerator`, `device_count()`, no
     `device` parameter of its own functions and no `--device`/`--cuda` command-line option.
-    Uses guarded by a device test (`if args.cuda:`, `if x.is_cuda:`) and test files (which
-    gate GPU tests with their own skip markers) are not reported.
+    Uses guarded by a device test (`if args.cuda:`, `if x.is_cuda:`), test files (which
+    gate GPU tests with their own skip markers) and CUDA-specific code (a file under a `cuda`
+    directory or importing `triton`, `cutlass`, `cupy`...) are not reported.
 
     Off by default: GPU-only code (a CUDA kernel benchmark, a cluster job) is fine to
     hard-code; select the rule for code that should also run on CPU or other accelerators.
@@ -97,6 +113,8 @@ class HardCodedCuda(Rule):
     def leave_Module(self, node: cst.Module) -> None:
         # Decided at the end: a device parameter or check may come after the first use.
         if not self._found or self._device_parameter or is_test_file(self.context.path):
+            return
+        if _gpu_only_file(self.context):
             return
         if _DEVICE_AWARE.search(self.context.source):
             return

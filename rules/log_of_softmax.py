@@ -28,10 +28,6 @@ class LogOfSoftmax(Rule):
     `log(0)` is `-inf`: the loss becomes `inf`/`nan` and its gradient is lost. `log_softmax`
     computes the same values as `x - logsumexp(x)`, which stays finite and is faster.
 
-    ## Fix safety
-    The fix is safe: `log_softmax` takes the same arguments and returns the same values
-    wherever the original was finite.
-
     ## Known problems
     A softmax stored in a variable first (`p = F.softmax(x, 1)`, then `torch.log(p)`) or
     guarded with an epsilon (`torch.log(p + 1e-8)`) is not reported.
@@ -45,6 +41,10 @@ class LogOfSoftmax(Rule):
     ```python
     log_probs = F.log_softmax(logits, dim=-1)
     ```
+
+    ## Fix safety
+    The fix is safe: `log_softmax` takes the same arguments and returns the same values
+    wherever the original was finite.
     """
 
     code = "TL104"

@@ -56,11 +56,6 @@ class RequireGradTypo(Rule):
     frozen keep training (and the optimizer keeps updating them), or a tensor meant to be
     optimised never gets a gradient.
 
-    ## Fix safety
-    The fix is marked safe: it makes the assignment do what it was written for. Note that
-    freezing a whole `nn.Module` takes `module.requires_grad_(False)`; the attribute only
-    exists on tensors and parameters.
-
     ## Example
     ```python
     for p in backbone.parameters():
@@ -72,6 +67,11 @@ class RequireGradTypo(Rule):
     for p in backbone.parameters():
         p.requires_grad = False
     ```
+
+    ## Fix safety
+    The fix is marked safe: it makes the assignment do what it was written for. Note that
+    freezing a whole `nn.Module` takes `module.requires_grad_(False)`; the attribute only
+    exists on tensors and parameters.
     """
 
     code = "TL203"

@@ -39,11 +39,6 @@ class SigmoidBeforeBCE(Rule):
     into the loss with the log-sum-exp trick: same value, stable everywhere, and it also
     supports `pos_weight` for imbalanced data.
 
-    ## Fix safety
-    The fix is unsafe: the loss values are the same only up to rounding (the original clamps
-    the log at -100), and the sigmoid output is no longer computed, so code that also needs the
-    probabilities must compute them separately.
-
     ## Known problems
     Only data flow within one function (or a module-level or `self.` attribute assigned once)
     is followed; a model whose `forward` ends in a sigmoid is recognised only when it is an
@@ -60,6 +55,11 @@ class SigmoidBeforeBCE(Rule):
     criterion = nn.BCEWithLogitsLoss()
     loss = criterion(model(x), y)
     ```
+
+    ## Fix safety
+    The fix is unsafe: the loss values are the same only up to rounding (the original clamps
+    the log at -100), and the sigmoid output is no longer computed, so code that also needs the
+    probabilities must compute them separately.
     """
 
     code = "TL105"

@@ -38,11 +38,6 @@ class TorchLoadUnsafe(Rule):
     `weights_only=True` only tensors, primitive types and containers (plus classes you allow
     with `torch.serialization.add_safe_globals`) are accepted.
 
-    ## Fix safety
-    The fix is unsafe: files that pickle whole objects (a full `nn.Module`, an optimizer with
-    custom classes, numpy arrays on old torch versions) fail to load with
-    `weights_only=True`; save a `state_dict()` instead, or allow the classes explicitly.
-
     ## Example
     ```python
     state = torch.load("checkpoint.pt")
@@ -52,6 +47,11 @@ class TorchLoadUnsafe(Rule):
     ```python
     state = torch.load("checkpoint.pt", weights_only=True)
     ```
+
+    ## Fix safety
+    The fix is unsafe: files that pickle whole objects (a full `nn.Module`, an optimizer with
+    custom classes, numpy arrays on old torch versions) fail to load with
+    `weights_only=True`; save a `state_dict()` instead, or allow the classes explicitly.
     """
 
     code = "TL304"

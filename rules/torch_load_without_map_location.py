@@ -48,10 +48,6 @@ class TorchLoadWithoutMapLocation(Rule):
     `cuda:0` of a multi-GPU host, which is exactly what code that picks its device is meant
     to avoid.
 
-    ## Fix safety
-    The fix is unsafe: it changes where the loaded tensors live, and code after the call may
-    rely on them being on the GPU they were saved from.
-
     ## Example
     ```python
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -63,6 +59,10 @@ class TorchLoadWithoutMapLocation(Rule):
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.load_state_dict(torch.load("model.pt", map_location=device))
     ```
+
+    ## Fix safety
+    The fix is unsafe: it changes where the loaded tensors live, and code after the call may
+    rely on them being on the GPU they were saved from.
     """
 
     code = "TL303"
