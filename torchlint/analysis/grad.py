@@ -211,8 +211,9 @@ class _Freeze:
 
     parts: tuple[str, ...]  # ("*",): cannot be named
     where: cst.ClassDef | None
-    #: ids of the same-file module classes it may reach; None: unknown, maybe any.
-    affected: frozenset[int] | None
+    #: What `parts[0]` held at the freeze (None: unknown); the classes it reaches are
+    #: worked out only when a finding needs them.
+    start: Binding | None
 
 
 @dataclass(frozen=True)
@@ -842,24 +843,24 @@ class GradTracker:
             parts = self._through_loops(parts)
         if parts is None:
             self.frozen.append(_Freeze(("*",), self.scope.classdef, None))
+            return
+        start: Binding | None
+        if parts[0] == "self":
+            classdef = self.scope.classdef
+            start = Binding("model", classdef=classdef) if classdef is not None else None
         else:
-            self.frozen.append(_Freeze(parts, self.scope.classdef, self._affected(parts)))
+            start = self._lookup(parts[0])
+        self.frozen.append(_Freeze(parts, self.scope.classdef, start))
 
-    def _affected(self, parts: tuple[str, ...]) -> frozenset[int] | None:
-        """Same-file module classes whose parameters a freeze of `parts` may reach.
+    def _affected(self, freeze: _Freeze) -> frozenset[int] | None:
+        """Same-file module classes whose parameters a freeze may reach.
 
         None when the frozen object is unknown (it may be an instance of any class).
         """
-        head = parts[0]
-        if head == "self":
-            if self.scope.classdef is None:
-                return None
-            current: Binding | None = Binding("model", classdef=self.scope.classdef)
-        else:
-            current = self._lookup(head)
-            if current is not None and current.kind in ("fresh", "leaf", "param"):
-                return frozenset()  # a tensor, not a module
-        for attr in parts[1:]:
+        current = freeze.start
+        if current is not None and current.kind in ("fresh", "leaf", "param"):
+            return frozenset()  # a tensor, not a module
+        for attr in freeze.parts[1:]:
             if current is None:
                 return None
             if current.kind == "layer":
@@ -931,6 +932,16 @@ class GradTracker:
         if self.lambda_depth or not self.scopes or self.scope.kind == "class":
             return
         target = change.target
+        head = target
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return
+        # Cheap filters first: the head must be `self` or a name this scope knows.
+        if head.value != "self" and head.value not in self.scope.names:
+            return
+        if self.grad_mode_here() == "off" or self._tests_requires_grad():
+            return
         if isinstance(target, cst.Name):
             name = target.value
             if name in self.scope.blocked or _comprehension_binds(self.context.ancestors, name):
@@ -941,8 +952,6 @@ class GradTracker:
         else:
             return
         if binding is None or binding.kind not in ("leaf", "param") or binding.paired:
-            return
-        if self.grad_mode_here() == "off" or self._tests_requires_grad():
             return
         functions = tuple(
             n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
@@ -995,8 +1004,10 @@ class GradTracker:
                 if freeze.where is classdef and frozen[0] == "self":
                     if frozen == owner[: len(frozen)] or owner == frozen[: len(owner)]:
                         return True
-                elif freeze.affected is None or id(classdef) in freeze.affected:
-                    return True  # an instance of this class may be the frozen one
+                else:
+                    affected = self._affected(freeze)
+                    if affected is None or id(classdef) in affected:
+                        return True  # an instance of this class may be the frozen one
                 continue
             if frozen == ("self",) or (set(frozen) & set(owner)) - {"self"}:
                 return True
