@@ -162,7 +162,8 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
         model = model.to("meta")
     if not isinstance(model, nn.Module):
         raise BuildError(f"{cls.__name__}(...) did not return an nn.Module")
-    return model.eval()
+    nn.Module.eval(model)  # not model.eval(): a class may override it
+    return model
 
 
 def _meta_trouble(exc: BaseException) -> bool:

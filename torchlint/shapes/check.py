@@ -9,6 +9,7 @@ for some sizes (TL606), and the analysis goes on with that size.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -154,7 +155,8 @@ class FileChecker:
             self._skip(where[0], where[1], label, f"internal error: {_brief(exc)}")
         finally:
             record["seconds"] = time.perf_counter() - started
-            self.covered.update(type(m) for m in model.modules())
+            with contextlib.suppress(Exception):
+                self.covered.update(type(m) for m in model.modules())
 
     def _check_model(
         self,
@@ -187,13 +189,15 @@ class FileChecker:
             )
             self._skip(path, line, label, reason)
             return
-        analysis_graph: list[fx.Graph] = []
+        analysis_graph: list[tuple[fx.Graph, nn.Module]] = []
 
-        def graph_for_analysis() -> fx.Graph | None:
+        def graph_for_analysis() -> tuple[fx.Graph, nn.Module] | None:
+            """The graph with stack traces, and the wrapper it was traced from."""
             if not complete:
                 return None
             if not analysis_graph:
-                analysis_graph.append(trace(model, count, stack_traces=True)[0])
+                traced, _, traced_entry = trace(model, count, stack_traces=True)
+                analysis_graph.append((traced, traced_entry))
             return analysis_graph[0]
 
         def ctx_for(plan: InputPlan, result: PlanResult) -> F.Context:
@@ -293,9 +297,9 @@ class FileChecker:
         return _failure_reason(failure, self.project.stubbed)
 
     def _analyze(self, world: World, graph_for_analysis: Any) -> Failure | None:
-        graph = graph_for_analysis()
-        if graph is not None:
-            return analyze_fx(world, graph, self.user_files)
+        traced = graph_for_analysis()
+        if traced is not None:
+            return analyze_fx(world, traced[0], traced[1], self.user_files)
         return analyze_hooks(world, self.user_files)
 
     def _sized_layer_failed(self, model: nn.Module, plan: InputPlan, hints: dict[str, int]) -> bool:

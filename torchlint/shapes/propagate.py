@@ -29,7 +29,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 from torch.overrides import TorchFunctionMode
 
-from torchlint.shapes.inputs import _PASS_MODULES, PASS_OPS, InputPlan, entry_module, op_name
+from torchlint.shapes.inputs import _PASS_MODULES, PASS_OPS, InputPlan, op_name
 
 Shape = tuple[Any, ...]  # ints and sympy expressions
 
@@ -252,8 +252,11 @@ class _Interpreter(fx.Interpreter):
         return result
 
 
-def analyze_fx(world: World, graph: fx.Graph, user_files: set[str]) -> Failure | None:
-    entry = entry_module(world.model, len(world.inputs))
+def analyze_fx(
+    world: World, graph: fx.Graph, entry: nn.Module, user_files: set[str]
+) -> Failure | None:
+    """Interpret the graph node by node; `entry` is the wrapper the graph was traced from
+    (it holds the tensor constants the tracer stored)."""
     module = fx.GraphModule(entry, graph)
     interpreter = _Interpreter(module, world, user_files)
     fast = _FastOps() if world.env is not None else contextlib.nullcontext()
