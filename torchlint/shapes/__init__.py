@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Collection
 from typing import Any
 
 from torchlint.diagnostic import Diagnostic, Severity
@@ -32,15 +33,25 @@ def check_files(
     *,
     declared: dict[str, dict] | None = None,
     timeout: float = 20.0,
+    tables: dict[str, list[dict[str, Any]]] | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
     All files serve as evidence (call sites, example inputs) and for project imports; only
     files that define nn.Module subclasses (or module-level `nn.Sequential`s) are checked.
+    With `tables` (a dict to fill), the worker also describes each model it checked, layer
+    by layer (`torchlint.shapes.table`), stored by path. With `only`, just the classes (and
+    module-level models) of those names are checked.
     """
     from torchlint.shapes import discover, evidence
 
     infos = discover.scan(files)
+    if only is not None:
+        for info in infos:
+            info.classes = {n: c for n, c in info.classes.items() if n in only}
+            info.module_level = [n for n in info.module_level if n in only]
+        infos = [i for i in infos if i.classes or i.module_level]
     if not infos:
         return {}
     facts = evidence.collect(infos, files, declared)
@@ -58,6 +69,7 @@ def check_files(
                 "module": info.module,
                 "classes": classes,
                 "module_level": info.module_level,
+                **({"table": True} if tables is not None else {}),
             }
         )
     if not torch_available():
@@ -80,6 +92,8 @@ def check_files(
         "roots": roots,
         "timeout": timeout,
     }
+    if tables is not None and len(jobs) == 1:
+        request["warm"] = False  # one file: warming up first only adds its own time
     results, worker = run_worker(request, timeout)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()
@@ -100,6 +114,8 @@ def check_files(
             ]
         else:
             found = result.get("findings", [])
+            if tables is not None:
+                tables[info.path] = result.get("tables", [])
         for item in found:
             if "error" in item:
                 message = f"shape check skipped: {item['error']}"

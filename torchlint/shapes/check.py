@@ -46,6 +46,8 @@ class PlanResult:
     rank_error: bool = False  #: failed on the number of dimensions (maybe a wrong guess)
     pinned: bool = False  #: passed only after sizes were solved for (not at a usual size)
     reason: str | None = None  #: why it could not be decided (TL690)
+    #: The input sizes of the last run (the passing one, or the one that failed for good).
+    hints: dict[str, int] = field(default_factory=dict)
     names: dict[sympy.Symbol, str] = field(default_factory=dict)
     constraints: list[tuple[Failure, Any, list[int], dict[sympy.Symbol, str]]] = field(
         default_factory=list
@@ -278,6 +280,7 @@ class FileChecker:
         result = PlanResult()
         world = World(model, plan, {}, symbolic=False)
         first_error = run_direct(world)
+        result.hints = world.hints
         if first_error is None:
             result.ok = True
             return result
@@ -288,6 +291,7 @@ class FileChecker:
                 hints = {**world.hints, **dict.fromkeys(sizes, size)}
                 if run_direct(World(model, plan, hints, symbolic=False)) is None:
                     result.ok = True
+                    result.hints = hints
                     if self._sized_layer_failed(model, plan, world.hints):
                         self._harvest(model, plan, hints, graph_for_analysis, result)
                     return result
@@ -352,6 +356,7 @@ class FileChecker:
         result: PlanResult,
     ) -> PlanResult:
         """Symbolic analysis: negate the failing guard and look for sizes that satisfy it."""
+        result.hints = hints  # updated in place as sizes are solved for
         flipped: set[Any] = set()
         for attempt in range(_MAX_FLIPS):
             world = World(model, plan, hints, symbolic=True)

@@ -126,9 +126,19 @@ def check_job(
 ) -> dict[str, Any]:
     # Stop starting new models a little before the hard limit, to keep what was found.
     deadline = time.monotonic() + 0.75 * timeout if timeout else None
-    checker = FileChecker(project, project.texts, deadline=deadline)
+    if job.get("table"):
+        # Shape insight: the same checks, and a per-layer table of each model checked.
+        from torchlint.shapes.table import TableChecker
+
+        checker = TableChecker(project, project.texts, deadline=deadline)
+    else:
+        checker = FileChecker(project, project.texts, deadline=deadline)
     findings = checker.check_job(job)
-    return {"findings": findings, "models": checker.stats.models, "stubbed": project.stubbed}
+    result = {"findings": findings, "models": checker.stats.models, "stubbed": project.stubbed}
+    tables = getattr(checker, "tables", None)
+    if tables is not None:
+        result["tables"] = tables
+    return result
 
 
 def preload(project: Project, jobs: list[dict[str, Any]], timeout: float) -> None:
@@ -255,7 +265,8 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     timeout = float(request.get("timeout", 20.0))
     _quiet()
-    warm()
+    if request.get("warm", True):  # a single file gains nothing from warming up first
+        warm()
     _no_network()
     project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))
     project.files.update(request["texts"])
