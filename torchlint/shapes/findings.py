@@ -490,6 +490,9 @@ def _op_message(failure: Failure, ctx: Context) -> str:
             "sizes differ outside the joined dim"
         )
     if op in ("view", "reshape", "unflatten", "view_as", "reshape_as"):
+        if failure.target is not None:
+            target = ", ".join(show(t, names) for t in failure.target)
+            return f".{op}({target}) cannot reshape a tensor of shape {joined}"
         return f".{op}() cannot reshape a tensor of shape {joined} to the requested size"
     if op in ("mm", "bmm", "matmul", "linear", "einsum", "baddbmm", "addmm"):
         return f"{op} cannot multiply tensors of shapes {joined}"

@@ -63,6 +63,8 @@ class Failure:
     producer: str | None = None  #: what produced the first input ("fc1", "flatten", "input")
     producer_module: nn.Module | None = None
     guards: list[Any] = field(default_factory=list)  #: guards recorded by the failing step
+    #: The sizes asked of a reshape (`view(-1, 400)`), as ints and sympy expressions.
+    target: list[Any] | None = None
 
 
 @dataclass
@@ -284,6 +286,9 @@ def _fx_failure(
         failure.module_name = _strip_entry(str(node.target))
     else:
         failure.op = op_name(node.target)
+        if failure.op in _RESHAPES:
+            sizes = [interpreter.env.get(a) if isinstance(a, fx.Node) else a for a in node.args[1:]]
+            failure.target = _sizes(sizes)
     for arg in _flat_args(node):
         value = interpreter.env.get(arg) if isinstance(arg, fx.Node) else arg
         if isinstance(value, (list, tuple)):
@@ -314,6 +319,24 @@ def _fx_failure(
         failure.producer = name
         break
     return failure
+
+
+_RESHAPES = frozenset({"view", "reshape"})
+
+
+def _sizes(values: list[Any]) -> list[Any] | None:
+    """`view(2, -1)` / `view((2, -1))` arguments as ints and sympy expressions."""
+    if len(values) == 1 and isinstance(values[0], (list, tuple, torch.Size)):
+        values = list(values[0])
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, torch.SymInt):
+            out.append(getattr(value.node, "_expr", value.node.expr))
+        elif isinstance(value, int):
+            out.append(value)
+        else:
+            return None
+    return out
 
 
 def _strip_entry(target: str) -> str:
@@ -384,12 +407,14 @@ class _OpTracker(TorchFunctionMode):
             if not hasattr(exc, "_torchlint_op"):
                 tensors = _tensors(args)
                 first = tensors[0] if tensors else None
+                name = op_name(func)
                 exc._torchlint_op = (  # type: ignore[attr-defined]
-                    op_name(func),
+                    name,
                     [shape_of(t) for t in tensors],
                     [t.dtype for t in tensors],
                     mark,
                     self.provenance.get(id(first)) if first is not None else None,
+                    _sizes(list(args[1:])) if name in _RESHAPES else None,
                 )
             raise
         end = self.world.guard_count()
@@ -507,7 +532,7 @@ def _hooks_failure(
         failure.guards = world.guards_since(top.mark)
         producer = top.producer
     elif op is not None:
-        failure.op, failure.inputs, failure.dtypes, mark, producer = op
+        failure.op, failure.inputs, failure.dtypes, mark, producer, failure.target = op
         failure.guards = world.guards_since(mark)
     else:
         producer = None
