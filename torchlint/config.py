@@ -6,6 +6,7 @@ once command-line overrides and per-file-ignores are folded in. Both are plain v
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -230,7 +231,8 @@ def clear_cache() -> None:
     """Forget configuration files read so far (they changed on disk)."""
     _config_in.cache_clear()
     find_config.cache_clear()
-    _settings.cache_clear()
+    _directory_config.cache_clear()
+    _enabled.cache_clear()
 
 
 def config_for(path: Path, overrides: Overrides | None = None) -> Config:
@@ -238,9 +240,15 @@ def config_for(path: Path, overrides: Overrides | None = None) -> Config:
     overrides = overrides or Overrides()
     if overrides.config_file is not None:
         return _explicit_config(overrides.config_file.resolve())
-    path = path.resolve() if path.is_absolute() or path.exists() else Path.cwd() / path
-    directory = path if path.is_dir() else path.parent
-    return find_config(directory) or Config(root=Path.cwd())
+    absolute = os.path.abspath(path)
+    directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+    return _directory_config(directory)
+
+
+@cache
+def _directory_config(directory: str) -> Config:
+    # Resolved once per folder: resolving every file's path costs a stat per component.
+    return find_config(Path(directory).resolve()) or Config(root=Path.cwd())
 
 
 @cache
@@ -254,27 +262,35 @@ def _explicit_config(path: Path) -> Config:
 def settings_for(path: Path, overrides: Overrides | None = None) -> FileSettings:
     """The settings that apply to one file."""
     overrides = overrides or Overrides()
-    return _settings(config_for(path, overrides), _relative(path, overrides), overrides)
-
-
-def _relative(path: Path, overrides: Overrides) -> str:
     config = config_for(path, overrides)
-    absolute = path.resolve() if path.exists() else Path.cwd() / path
-    try:
-        return absolute.relative_to(config.root).as_posix()
-    except ValueError:
-        return absolute.as_posix()
-
-
-@cache
-def _settings(config: Config, relative: str, overrides: Overrides) -> FileSettings:
+    relative = _relative(path, config)
     select = overrides.select if overrides.select is not None else config.select
     ignore = config.ignore + overrides.ignore
     for pattern, codes in config.per_file_ignores:
         if _spec((pattern,)).match_file(relative):
             ignore += codes
-    codes = enabled_codes(select, config.extend_select + overrides.extend_select, ignore)
+    codes = _enabled(select, config.extend_select + overrides.extend_select, ignore)
     return FileSettings(enabled=codes, config=config)
+
+
+@cache
+def _enabled(
+    select: tuple[str, ...] | None, extend_select: tuple[str, ...], ignore: tuple[str, ...]
+) -> frozenset[str]:
+    return enabled_codes(select, extend_select, ignore)
+
+
+def _relative(path: Path, config: Config, within: Path | None = None) -> str:
+    """`path` relative to the configuration's folder, else to `within`, else its name.
+
+    Matching excludes against what lies outside the project would exclude a folder the user
+    named explicitly (`torchlint .../site-packages/torch` must check what is in it).
+    """
+    absolute = os.path.abspath(path)
+    for base in (str(config.root), os.path.abspath(within) if within is not None else None):
+        if base is not None and absolute.startswith(base.rstrip(os.sep) + os.sep):
+            return Path(absolute[len(base.rstrip(os.sep)) + 1 :]).as_posix()
+    return os.path.basename(absolute)
 
 
 def is_excluded(
@@ -282,36 +298,23 @@ def is_excluded(
 ) -> bool:
     """Whether configured (or default) excludes cover `path`, by any of its components.
 
-    Paths are matched relative to the configuration's folder. A path outside it is matched
-    relative to `within` (the folder being walked), so that linting a folder that itself lies
-    under an excluded name (`site-packages/torch`) checks what is in it.
+    Paths are matched relative to the configuration's folder, or to `within` (the folder being
+    walked) for paths outside it.
     """
     overrides = overrides or Overrides()
     config = config_for(path, overrides)
     spec = _spec(config.exclude + config.extend_exclude + overrides.extend_exclude)
-    absolute = _absolute(path)
-    try:
-        relative = absolute.relative_to(config.root).as_posix()
-    except ValueError:
-        base = _absolute(within) if within is not None else absolute.parent
-        try:
-            relative = absolute.relative_to(base).as_posix()
-        except ValueError:
-            relative = absolute.name
+    relative = _relative(path, config, within)
     return spec.match_file(relative) or any(
         spec.match_file(part + "/") for part in _parents(relative)
     )
-
-
-def _absolute(path: Path) -> Path:
-    return path.resolve() if path.exists() else Path.cwd() / path
 
 
 def is_included(path: Path, overrides: Overrides | None = None) -> bool:
     """Whether a file found in a folder walk is one to lint (`include`, `extend-include`)."""
     config = config_for(path, overrides)
     spec = _spec(config.include + config.extend_include)
-    return spec.match_file(path.name) or spec.match_file(_relative(path, overrides or Overrides()))
+    return spec.match_file(path.name) or spec.match_file(_relative(path, config))
 
 
 def _parents(relative: str) -> list[str]:
