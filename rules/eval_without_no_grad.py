@@ -7,8 +7,10 @@ import re
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
+    ScopeFlags,
     ScopeIndex,
     decorator_grad_mode,
+    fed_to_backward,
     functions_called_without_grad,
     grad_mode_of,
     is_autograd_backward,
@@ -20,6 +22,7 @@ from torchlint.analysis.loop_phases import (
     optimizer_step,
     scope_index,
 )
+from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
 
@@ -35,6 +38,10 @@ _EVAL_FUNCTION_WORDS = frozenset(
 _FRAMEWORK_NO_GRAD = re.compile(
     r"^(validation|test|predict)_(step|epoch_end)$|^on_(validation|test)"
 )
+
+
+def _is_unit_test(name: str) -> bool:
+    return re.match(r"^test(_|[A-Z])", name) is not None
 
 
 def _words(name: str) -> list[str]:
@@ -142,16 +149,32 @@ class EvalWithoutNoGrad(Rule):
     name = "eval-without-no-grad"
     triggers = ("val", "Val", "VAL", "test", "Test", "TEST", "dev_")
 
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._flags = ScopeFlags()
+
     def visit_Module(self, node: cst.Module) -> None:
-        self._check(node)
+        self._flags.push()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if "for" in self._flags.pop():
+            self._check(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._flags.push()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if "for" not in self._flags.pop():
+            return
         name = node.name.value
         if decorator_grad_mode(self.context, node) is not None or _FRAMEWORK_NO_GRAD.match(name):
             return
-        if re.match(r"^test(_|[A-Z])", name):  # unit tests
+        if _is_unit_test(name):
             return
         self._check(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._flags.mark("for")
 
     def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))
@@ -167,6 +190,16 @@ class EvalWithoutNoGrad(Rule):
             for call in index.calls
             if (found := mode_call(call)) is not None
         ]
+        # `p.requires_grad = False` / `model.requires_grad_(False)`: a frozen model builds no
+        # graph, so the loops after it cost nothing extra
+        frozen = min(
+            (
+                index.order(node)
+                for node in index.nodes
+                if isinstance(node, cst.Name) and node.value in ("requires_grad", "requires_grad_")
+            ),
+            default=None,
+        )
         switches = [
             index.order(call)
             for call in index.calls
@@ -177,6 +210,8 @@ class EvalWithoutNoGrad(Rule):
         for loop in loops:
             if index.grad_mode(loop) is not None:
                 continue
+            if frozen is not None and frozen < index.order(loop):
+                continue
             if any(order < index.order(loop) for order in switches):
                 continue  # torch.set_grad_enabled(False) earlier in the function
             evaluated = self._evaluated_models(index, loop, modes)
@@ -184,7 +219,9 @@ class EvalWithoutNoGrad(Rule):
             forward = self._first_model_call(index, loop, evaluated, by_loader)
             if forward is None or id(forward) in reported:
                 continue
-            if not self._no_gradients_needed(index, loop):
+            if not self._no_gradients_needed(index, loop) or self._outputs_trained_later(
+                index, loop
+            ):
                 continue
             if isinstance(scope, cst.FunctionDef) and scope.name.value in (
                 functions_called_without_grad(self.context)
@@ -227,6 +264,34 @@ class EvalWithoutNoGrad(Rule):
                     return None  # no_grad inside the loop
                 first = first or call
         return first
+
+    def _outputs_trained_later(self, index: ScopeIndex, loop: cst.For) -> bool:
+        """Whether what the loop computes feeds a backward pass after it (rollouts whose
+        log-probabilities are trained on, outputs collected for a later loss)."""
+        end = index.order(loop)
+        while end < len(index.nodes) and index.contains(loop, index.nodes[end]):
+            end += 1
+        later = [
+            call
+            for call in index.calls
+            if index.order(call) >= end and is_autograd_backward(self.context, call)
+        ]
+        if not later:
+            return False
+        produced: set[str] = set()
+        for node in index.nodes[index.order(loop) : end]:
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    produced |= names_in(target.target)
+            elif isinstance(node, cst.AugAssign):
+                produced |= names_in(node.target)
+            elif (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in ("append", "extend")
+            ):
+                produced |= names_in(node.func.value)
+        return bool(produced & fed_to_backward(index, later))
 
     def _no_gradients_needed(self, index: ScopeIndex, loop: cst.For) -> bool:
         """No backward pass, optimizer step, or explicit gradient work in the loop."""

@@ -10,6 +10,7 @@ from torchlint.analysis.loop_phases import (
     ScopeFlags,
     ScopeIndex,
     directly_backwarded,
+    fed_to_backward,
     is_backward_call,
     is_loss_call,
     method_class,
@@ -135,7 +136,7 @@ class LossAccumulatedWithGraph(Rule):
         accumulations = [a for a in map(_accumulation, index.nodes) if a is not None]
         if not accumulations:
             return
-        fed = _fed_to_backward(index, backwards)
+        fed = fed_to_backward(index, backwards)
         bindings = _Bindings(index)
         for acc in accumulations:
             loop = index.loop_of(acc.node)
@@ -250,36 +251,6 @@ def _is_count(expr: cst.BaseExpression) -> bool:
         return (dotted_name(expr.value) or "").endswith(".shape")
     name = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
     return name in ("n", "bs", "k") or any(word in name for word in _COUNT_WORDS)
-
-
-def _fed_to_backward(index: ScopeIndex, backwards: list[cst.Call]) -> set[str]:
-    """Names whose values flow into a backward pass somewhere in the scope."""
-    fed: set[str] = set()
-    for call in backwards:
-        for operand in call.args:
-            fed |= names_in(operand.value)
-        if isinstance(call.func, cst.Attribute):
-            fed |= names_in(call.func.value)
-    flows: list[tuple[str, cst.CSTNode]] = []
-    for node in index.nodes:
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                for name in names_in(target.target):
-                    flows.append((name, node.value))
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None:
-            name = dotted_name(node.target)
-            if name is not None:
-                flows.append((name, node.value))
-    changed = True
-    while changed:
-        changed = False
-        for name, value in flows:
-            if name in fed:
-                new = names_in(value) - fed
-                if new:
-                    fed |= new
-                    changed = True
-    return fed
 
 
 def _is_number(index: ScopeIndex, accumulator: str) -> bool:

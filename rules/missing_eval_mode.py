@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
@@ -115,7 +117,9 @@ class MissingEvalMode(Rule):
             self._flags.mark("mode")
 
     def _check(self, scope: cst.Module | cst.FunctionDef, flags: set[str]) -> None:
-        if "no_grad" in flags:
+        if "no_grad" in flags and not (
+            isinstance(scope, cst.FunctionDef) and re.match(r"^test(_|[A-Z])", scope.name.value)
+        ):  # unit tests run models under no_grad to check other things
             index = scope_index(self.context, scope, method_class(self.context, scope))
             self._evaluated_in_train_mode(index)
         if "loop" in flags:

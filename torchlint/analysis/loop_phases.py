@@ -12,8 +12,8 @@ Everything errs on the side of silence: a name is recognised from how it is buil
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import libcst as cst
 
@@ -184,25 +184,57 @@ def role(
     scope: cst.CSTNode,
     classdef: cst.ClassDef | None = None,
 ) -> str | None:
-    """ "optimizer" or "scheduler" for the receiver of a `.step()` call, None if neither."""
+    """ "optimizer" or "scheduler" for the receiver of a `.step()` call, None if neither.
+
+    A name that looks like a scheduler but is built by another library (timm's epoch-based
+    schedulers, diffusion noise schedulers) or by a same-file class that is not a PyTorch LR
+    scheduler is not one.
+    """
     name = dotted_name(expr)
     if name is None:
         return None
+    foreign = False
     for value in assigned_values(context, name, scope, classdef):
-        if isinstance(value, cst.Call):
-            qualified = context.qualified_name(value.func) or ""
-            if qualified.startswith(
-                ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.SWALR")
-            ) or _HF_SCHEDULE.match(qualified):
-                return "scheduler"
-            if qualified.startswith("torch.optim.") and qualified.count(".") == 2:
-                return "optimizer"
+        if not isinstance(value, cst.Call):
+            continue
+        qualified = context.qualified_name(value.func)
+        if qualified is None:
+            local = context.class_defs().get(dotted_name(value.func) or "")
+            if local is not None:
+                if _derives_from_scheduler(context, local, set()):
+                    return "scheduler"
+                foreign = True
+            continue
+        if qualified.startswith(
+            ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.SWALR")
+        ) or _HF_SCHEDULE.match(qualified):
+            return "scheduler"
+        if qualified.startswith("torch.optim.") and qualified.count(".") == 2:
+            return "optimizer"
+        if not qualified.startswith(("torch.", "transformers.")):
+            foreign = True
     last = name.rsplit(".", 1)[-1].lower()
     if "sched" in last:
-        return "scheduler" if "noise" not in last else None
+        return "scheduler" if "noise" not in last and not foreign else None
     if _OPTIMIZER_NAME.search(last):
         return "optimizer"
     return None
+
+
+def _derives_from_scheduler(context: FileContext, classdef: cst.ClassDef, seen: set[str]) -> bool:
+    seen.add(classdef.name.value)
+    for base in classdef.bases:
+        qualified = context.qualified_name(base.value) or ""
+        if qualified.startswith("torch.optim.lr_scheduler."):
+            return True
+        local = context.class_defs().get(dotted_name(base.value) or "")
+        if (
+            local is not None
+            and local.name.value not in seen
+            and _derives_from_scheduler(context, local, seen)
+        ):
+            return True
+    return False
 
 
 def assigned_values(
@@ -307,6 +339,36 @@ def mode_call(call: cst.Call) -> tuple[str, str] | None:
         if isinstance(value, cst.Name) and value.value == "False":
             return receiver, "eval"
     return receiver, "train"
+
+
+def fed_to_backward(index: ScopeIndex, backwards: list[cst.Call]) -> set[str]:
+    """Names whose values flow into a backward pass somewhere in the scope."""
+    fed: set[str] = set()
+    for call in backwards:
+        for operand in call.args:
+            fed |= names_in(operand.value)
+        if isinstance(call.func, cst.Attribute):
+            fed |= names_in(call.func.value)
+    flows: list[tuple[str, cst.CSTNode]] = []
+    for node in index.nodes:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                for name in names_in(target.target):
+                    flows.append((name, node.value))
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+            name = dotted_name(node.target)
+            if name is not None:
+                flows.append((name, node.value))
+    changed = True
+    while changed:
+        changed = False
+        for name, value in flows:
+            if name in fed:
+                new = names_in(value) - fed
+                if new:
+                    fed |= new
+                    changed = True
+    return fed
 
 
 # -- the per-scope index ----------------------------------------------------------------------
@@ -489,9 +551,14 @@ class ScopeIndex:
         return False
 
 
-_indexes: weakref.WeakKeyDictionary[FileContext, dict[int, ScopeIndex]] = (
-    weakref.WeakKeyDictionary()
-)
+def file_cache(context: FileContext) -> dict[str, Any]:
+    """Per-file memo for these analyses, kept on the context so it dies with it (a global
+    weak-keyed table would keep every context alive through the indexes that point back)."""
+    cache: dict[str, Any] | None = getattr(context, "_loop_phases_cache", None)
+    if cache is None:
+        cache = {}
+        context._loop_phases_cache = cache  # type: ignore[attr-defined]
+    return cache
 
 
 def scope_index(
@@ -501,7 +568,7 @@ def scope_index(
 
     `classdef` is the class `scope` is a method of; the first caller's answer is kept.
     """
-    per_file = _indexes.setdefault(context, {})
+    per_file: dict[int, ScopeIndex] = file_cache(context).setdefault("indexes", {})
     index = per_file.get(id(scope))
     if index is None or index.scope is not scope:
         index = per_file[id(scope)] = ScopeIndex(context, scope, classdef)
@@ -585,13 +652,10 @@ def local_callee(
     return None
 
 
-_without_grad: weakref.WeakKeyDictionary[FileContext, frozenset[str]] = weakref.WeakKeyDictionary()
-
-
 def functions_called_without_grad(context: FileContext) -> frozenset[str]:
     """Names of functions/methods (last name part) called anywhere in the file from inside a
     `no_grad`-like block or a function decorated with one."""
-    cached = _without_grad.get(context)
+    cached: frozenset[str] | None = file_cache(context).get("without_grad")
     if cached is not None:
         return cached
     found: set[str] = set()
@@ -610,5 +674,5 @@ def functions_called_without_grad(context: FileContext) -> frozenset[str]:
                 name = dotted_name(inner.func)
                 if name is not None:
                     found.add(name.rsplit(".", 1)[-1])
-    result = _without_grad[context] = frozenset(found)
+    result = file_cache(context)["without_grad"] = frozenset(found)
     return result

@@ -9,13 +9,13 @@ from an unknown call) makes the answer unknown.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
     ScopeIndex,
+    file_cache,
     is_backward_call,
     local_callee,
     mode_call,
@@ -117,7 +117,7 @@ class ModelState:
 def mode_layer_classes(context: FileContext) -> frozenset[str]:
     """Same-file nn.Module classes that contain dropout / batch norm (through their own
     layers, same-file submodules or base classes)."""
-    cached = _classes.get(context)
+    cached: frozenset[str] | None = file_cache(context).get("mode_layer_classes")
     if cached is not None:
         return cached
     classes = {
@@ -144,11 +144,8 @@ def mode_layer_classes(context: FileContext) -> frozenset[str]:
             if name not in found and used & found:
                 found.add(name)
                 changed = True
-    result = _classes[context] = frozenset(found)
+    result = file_cache(context)["mode_layer_classes"] = frozenset(found)
     return result
-
-
-_classes: weakref.WeakKeyDictionary[FileContext, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _is_mode_layer(context: FileContext, call: cst.Call) -> bool:
@@ -341,7 +338,9 @@ def call_sites(
 ) -> dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]]:
     """Calls of plain names (`evaluate(...)`) anywhere in the file, with the scope (module or
     function) they are in and that function's class."""
-    cached = _sites.get(context)
+    cached: dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]] | None = file_cache(
+        context
+    ).get("call_sites")
     if cached is not None:
         return cached
     found: dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]] = {}
@@ -361,13 +360,8 @@ def call_sites(
         stack.extend(
             (child, inner_scope, inner_class, next_open) for child in reversed(iter_children(node))
         )
-    _sites[context] = found
+    file_cache(context)["call_sites"] = found
     return found
-
-
-_sites: weakref.WeakKeyDictionary[
-    FileContext, dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]]
-] = weakref.WeakKeyDictionary()
 
 
 @dataclass
