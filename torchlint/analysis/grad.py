@@ -165,6 +165,7 @@ class Binding:
     """What an expression is known to be.
 
     kind: "ref" (`self.<attr>`, not resolved yet: looking into the class is costly),
+    "param_group" (an optimizer's parameter group dict),
     "fresh" (a tensor known not to require grad), "leaf" (a tensor created or marked
     as requiring grad), "param" (an `nn.Parameter`
     or a module's parameter), "params" / "named_params" (an iterable of a module's
@@ -577,6 +578,8 @@ class GradTracker:
         self, target: cst.BaseExpression, iterable: cst.BaseExpression
     ) -> list[tuple[cst.BaseExpression, Binding | None]]:
         """(target part, binding of what it receives) for `for target in iterable`."""
+        if dotted_name(iterable) == "self.param_groups" and self._in_plain_optimizer_method():
+            return [(target, Binding("param_group"))]
         source = self.classify(iterable)
         if source is not None and source.kind == "params":
             return [(target, Binding("param", owner=source.owner))]
@@ -610,6 +613,22 @@ class GradTracker:
                         found.append((part, None))
                 return found
         return [(target, None)]
+
+    def _in_plain_optimizer_method(self) -> bool:
+        """In an undecorated method of a `torch.optim.Optimizer` subclass.
+
+        Such a `step()` runs with grad enabled, so updating `group["params"]` in place raises;
+        any decorator (`@torch.no_grad()`, torch's `_use_grad_for_differentiable`) may change
+        the grad mode, so decorated methods are left alone.
+        """
+        scope = self.scope
+        node = scope.node
+        if not isinstance(node, cst.FunctionDef) or node.decorators or scope.classdef is None:
+            return False
+        return any(
+            (self.context.qualified_name(base.value) or "").startswith("torch.optim.")
+            for base in scope.classdef.bases
+        )
 
     def mark_requires_grad(self, call: cst.Call) -> None:
         """`x.requires_grad_(...)`: x becomes a leaf requiring grad, or gets frozen."""
@@ -659,6 +678,11 @@ class GradTracker:
                 return Binding("ref", classdef=classdef, ref=expr) if classdef else None
             return self.resolve_attribute(expr)
         if isinstance(expr, cst.Subscript):
+            group = expr.value
+            if _is_params_key(expr) and isinstance(group, cst.Name):
+                known = self._lookup(group.value, resolve=False)
+                if known is not None and known.kind == "param_group":
+                    return Binding("params", owner=("self", "param_groups"))
             # A slice of a tensor that needs no grad needs none either.
             return _FRESH if self._gradless(expr.value) else None
         if not isinstance(expr, cst.Call):
@@ -1016,6 +1040,18 @@ class GradTracker:
 
 def _is_false(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _is_params_key(sub: cst.Subscript) -> bool:
+    """`group["params"]`."""
+    if len(sub.slice) != 1:
+        return False
+    index = sub.slice[0].slice
+    return (
+        isinstance(index, cst.Index)
+        and isinstance(index.value, cst.SimpleString)
+        and index.value.evaluated_value == "params"
+    )
 
 
 def _layer_has(call: cst.Call, attr: str) -> bool:
