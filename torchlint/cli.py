@@ -1,4 +1,4 @@
-"""The `torchlint` command: `check` (the default), `rule`, `server`."""
+"""The `torchlint` command: `check` (the default), `rule`, `server`, `shapes`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from torchlint.registry import all_rules, rule_by_code_or_name
 from torchlint.runner import RunOptions, RunResult, run, run_source
 from torchlint.selection import validate
 
-SUBCOMMANDS = ("check", "rule", "server")
+SUBCOMMANDS = ("check", "rule", "server", "shapes")
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
 
@@ -84,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("--output-format", choices=("text", "json"), default="text")
 
     commands.add_parser("server", help="run the language server on stdin/stdout")
+
+    shapes_table = commands.add_parser(
+        "shapes", help="show each model's layers with their input and output shapes"
+    )
+    shapes_table.add_argument(
+        "targets", nargs="+", metavar="PATH[::Class]", help="files (or folders), or one model"
+    )
+    shapes_table.add_argument(
+        "--depth", type=int, default=1, metavar="N", help="expand nested modules N levels deep"
+    )
+    shapes_table.add_argument("--output-format", choices=("text", "json"), default="text")
     return parser
 
 
@@ -104,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from torchlint.server import main as server_main
 
             return server_main()
+        if args.command == "shapes":
+            return _shapes_command(args)
         return _check_command(args)
     except TorchlintError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -196,6 +209,12 @@ def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]
     if diagnostics and not args.exit_zero:
         return EXIT_FOUND
     return EXIT_OK
+
+
+def _shapes_command(args: argparse.Namespace) -> int:
+    from torchlint.shapes.insight import run_command
+
+    return run_command(args.targets, depth=args.depth, output_format=args.output_format)
 
 
 def _rule_command(args: argparse.Namespace) -> int:

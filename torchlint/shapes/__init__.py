@@ -34,23 +34,23 @@ def check_files(
     declared: dict[str, dict] | None = None,
     timeout: float = 20.0,
     tables: dict[str, list[dict[str, Any]]] | None = None,
-    only: Collection[str] | None = None,
+    only: Collection[tuple[str, str]] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
     All files serve as evidence (call sites, example inputs) and for project imports; only
     files that define nn.Module subclasses (or module-level `nn.Sequential`s) are checked.
     With `tables` (a dict to fill), the worker also describes each model it checked, layer
-    by layer (`torchlint.shapes.table`), stored by path. With `only`, just the classes (and
-    module-level models) of those names are checked.
+    by layer (`torchlint.shapes.table`), stored by path. With `only` ((path, name) pairs),
+    just those classes and module-level models are checked; the other files are evidence.
     """
     from torchlint.shapes import discover, evidence
 
     infos = discover.scan(files)
     if only is not None:
         for info in infos:
-            info.classes = {n: c for n, c in info.classes.items() if n in only}
-            info.module_level = [n for n in info.module_level if n in only]
+            info.classes = {n: c for n, c in info.classes.items() if (info.path, n) in only}
+            info.module_level = [n for n in info.module_level if (info.path, n) in only]
         infos = [i for i in infos if i.classes or i.module_level]
     if not infos:
         return {}

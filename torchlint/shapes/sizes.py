@@ -30,8 +30,10 @@ class Names:
             self.names[symbol] = _letter(name, used, ranks.get(name))
 
     def size(self, expr: Any) -> str:
-        """`H/2-2`, `32*(H/4)*(W/4)`, `N*L`, `768`."""
-        return _show(_simplify(_sympify(expr)), self.names, floor="/", times="*")
+        """`H/2-2`, `32*(H/4)*(W/4)`, `(H+1)/2`, `N*L`, `768`."""
+        expr = _simplify(_sympify(expr))
+        texts = [_show(e, self.names, floor="/", times="*") for e in (expr, *_folded(expr))]
+        return min(texts, key=len)
 
     def shape(self, shape: tuple[Any, ...] | list[Any] | None) -> str:
         if shape is None:
@@ -125,6 +127,20 @@ def _simplify(expr: Any) -> Any:
         return expr.func(*args)
     except (TypeError, ValueError):
         return expr
+
+
+def _folded(expr: Any) -> list[Any]:
+    """`(H-1)//2 + 1` -> `(H+1)//2`: a constant added to a floor division, moved inside."""
+    if not isinstance(expr, sympy.Add) or len(expr.args) != 2:
+        return []
+    constant = next((a for a in expr.args if isinstance(a, sympy.Integer)), None)
+    division = next((a for a in expr.args if isinstance(a, (tf.FloorDiv, tf.CleanDiv))), None)
+    if constant is None or division is None:
+        return []
+    numerator, divisor = division.args
+    if not isinstance(divisor, sympy.Integer) or int(divisor) <= 0:
+        return []
+    return [tf.FloorDiv(numerator + constant * divisor, divisor)]
 
 
 def _key(expr: Any, names: dict[sympy.Symbol, str]) -> tuple[int, str]:

@@ -76,7 +76,7 @@ _OPERATORS = {
     "matmul": "@",
     "rmatmul": "@",
     "pow": "**",
-    "getitem": "[]",
+    "getitem": "[...]",
     "neg": "-x",
 }
 
@@ -694,7 +694,8 @@ def layer_text(module: nn.Module) -> str:
         args.append(f"k={_one(module.kernel_size)}")
         args.append(f"s={_one(module.stride)}")
         padding = module.padding if isinstance(module.padding, str) else _one(module.padding)
-        args.append(f"p={padding}")
+        if padding != 0:
+            args.append(f"p={padding}")
         if _one(module.dilation) != 1:
             args.append(f"d={_one(module.dilation)}")
         if module.groups != 1:
