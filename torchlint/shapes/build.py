@@ -99,7 +99,10 @@ def constructor_arguments(
 ) -> tuple[list[Any], dict[str, Any], str]:
     """Positional and keyword arguments to build `cls` with, and where they come from."""
     if ctor is not None:
-        return list(ctor.get("args", [])), dict(ctor.get("kwargs", {})), ctor.get("where", "")
+        namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+        args = [_resolve_name(v, namespace) for v in ctor.get("args", [])]
+        kwargs = {k: _resolve_name(v, namespace) for k, v in ctor.get("kwargs", {}).items()}
+        return args, kwargs, ctor.get("where", "")
     try:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -119,6 +122,21 @@ def constructor_arguments(
     if missing:
         raise NeedsArguments(", ".join(missing))
     return [], kwargs, "defaults" if not kwargs else "default config"
+
+
+def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
+    """`{"$name": "BasicBlock"}` (a name in the class's module) -> the object it names."""
+    if not (isinstance(value, dict) and set(value) == {"$name"}):
+        return value
+    head, *rest = str(value["$name"]).split(".")
+    if head not in namespace:
+        raise NeedsArguments(f"{value['$name']} (not importable)")
+    found = namespace[head]
+    for part in rest:
+        found = getattr(found, part, None)
+        if found is None:
+            raise NeedsArguments(f"{value['$name']} (not importable)")
+    return found
 
 
 def _default_config(cls: type, name: str, annotation: Any) -> Any:

@@ -36,6 +36,8 @@ from torchlint.shapes.propagate import Failure, World, analyze_fx, analyze_hooks
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
+#: Models with more modules than this get no TL606 analysis after passing at a usual size.
+_HARVEST_MODULES = 48
 
 
 @dataclass
@@ -319,7 +321,14 @@ class FileChecker:
         graph_for_analysis: Any,
         result: PlanResult,
     ) -> None:
-        """TL606: equalities the passing run relied on that hold for only a few sizes."""
+        """TL606: a layer's size that holds for only a few input sizes.
+
+        Only the equalities a sized layer (a Linear, a norm) checked against its own size are
+        considered. The symbolic run costs about as much as the rest of the check together,
+        so large models (where this information is rarely news) are left out.
+        """
+        if sum(1 for _ in model.modules()) > _HARVEST_MODULES:
+            return
         world = World(model, plan, hints, symbolic=True)
         if self._analyze(world, graph_for_analysis) is not None or world.env is None:
             return
@@ -327,8 +336,12 @@ class FileChecker:
         guards = [g.expr for g in world.env.guards]
         reported: set[int] = set()
         for start, end, step in world.steps:
+            sizes = F.layer_sizes(step.module)
             for guard in guards[start:end]:
                 if not isinstance(guard, sympy.Eq) or id(step) in reported:
+                    continue
+                constants = {int(a) for a in guard.args if isinstance(a, sympy.Integer)}
+                if not constants & sizes:
                     continue
                 if not guard.free_symbols or not guard.free_symbols <= set(world.names):
                     continue

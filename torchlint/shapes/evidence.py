@@ -127,6 +127,7 @@ def _scan_file(
     result: dict[tuple[str, str], dict[str, Any]],
 ) -> None:
     aliases = import_aliases(tree)
+    bound = module_bindings(tree)
     used_here: set[tuple[str, str]] = set()
     if abspath in by_path:
         used_here.update((abspath, n) for n in by_path[abspath].classes)
@@ -147,6 +148,10 @@ def _scan_file(
                         tensors[target.id] = tensor
                     else:
                         tensors.pop(target.id, None)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                used = _resolve(node.id, abspath, owners)
+                if used is not None:
+                    result[(used.abspath, node.id)]["instantiated"] = True
             if not isinstance(node, ast.Call):
                 continue
             name = _call_class_name(node)
@@ -158,7 +163,8 @@ def _scan_file(
                     entry = result[key]
                     entry["instantiated"] = True
                     if entry["ctor"] is None:
-                        entry["ctor"] = _ctor_args(node, path)
+                        same_file = info.abspath == abspath
+                        entry["ctor"] = _ctor_args(node, path, bound if same_file else frozenset())
             # model(x) / model.forward(x) / Net()(x)
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "forward":
@@ -237,25 +243,42 @@ def _instance_of(
     return (info.abspath, name) if info is not None else None
 
 
-def _ctor_args(call: ast.Call, path: str) -> dict[str, Any] | None:
-    """Literal constructor arguments, or a record saying they are not literal."""
-    args = []
-    kwargs: dict[str, Any] = {}
-    for arg in call.args:
+def _ctor_args(
+    call: ast.Call, path: str, bound: frozenset[str] = frozenset()
+) -> dict[str, Any] | None:
+    """Constructor arguments when all are literals, or names defined in the class's own
+    module (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory function next to the class),
+    which the worker looks up as `{"$name": "BasicBlock"}`."""
+    values = []
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
         if isinstance(arg, ast.Starred):
             return None
         value = literal(arg)
         if value is MISSING or not _jsonable(value):
-            return None
-        args.append(value)
-    for kw in call.keywords:
-        if kw.arg is None:
-            return None
-        value = literal(kw.value)
-        if not _jsonable(value):
-            return None
-        kwargs[kw.arg] = value
+            name = dotted(arg)
+            if name is None or name.split(".")[0] not in bound:
+                return None
+            value = {"$name": name}
+        values.append(value)
+    if any(kw.arg is None for kw in call.keywords):
+        return None
+    args = values[: len(call.args)]
+    kwargs = {kw.arg: v for kw, v in zip(call.keywords, values[len(call.args) :], strict=True)}
     return {"args": args, "kwargs": kwargs, "where": f"{path}:{call.lineno}"}
+
+
+def module_bindings(tree: ast.Module) -> frozenset[str]:
+    """Names bound at the top level of a module (definitions, imports, assignments)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return frozenset(names)
 
 
 def _jsonable(value: object) -> bool:

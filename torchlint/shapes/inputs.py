@@ -287,6 +287,17 @@ def _const_args(node: fx.Node) -> list[Any] | None:
     return values
 
 
+def _literal_shape(node: fx.Node) -> list[Dim] | None:
+    args = _const_args(node)
+    if args and len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = list(args[0])
+    if not args or not all(isinstance(a, int) and (a > 0 or a == -1) for a in args):
+        return None
+    if args.count(-1) > 1 or (-1 in args and args[0] != -1):
+        return None
+    return [Dim.free("N") if a == -1 else Dim.fixed(a) for a in args]
+
+
 def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template | None:
     """Undo the reshaping ops between the input and its consumer, last one first."""
     shape = list(template)
@@ -365,6 +376,11 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                     return None
                 current = consumer
                 continue
+            if first is current and name in ("view", "reshape") and not steps:
+                shape = _literal_shape(consumer)
+                if shape is not None:
+                    # `x = x.view(-1, 3, 32, 32)` first: that is the input's shape.
+                    return [InputPlan([TensorSpec(shape, torch.float32)])]
             if first is current and name in (
                 "unsqueeze",
                 "transpose",
@@ -410,14 +426,25 @@ def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[Inpu
     # Variables holding the input, with the reshaping steps applied to it on the way.
     names: dict[str, list[tuple[str, list[Any]]]] = {params[index]: []}
     loops: dict[str, str] = {}  # `for layer in self.layers:` -> layer is "layers.0"
+    # Rebinding takes effect after the statement's own calls; only unconditional statements
+    # of the function body count (`if x.dim() == 3: x = x.unsqueeze(0)` may not run).
+    top_level = {id(statement) for statement in function.body}
+    pending: list[tuple[tuple[int, int], str, list[tuple[str, list[Any]]] | None]] = []
     for node in _walk_in_order(function):
+        position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        for item in [p for p in pending if p[0] <= position]:
+            pending.remove(item)
+            if item[2] is None:
+                names.pop(item[1], None)
+            else:
+                names[item[1]] = item[2]
         if isinstance(node, ast.For):
             _note_loop(node, loops)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            value_steps = _derived(node.value, names)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and id(node) in top_level:
             target = node.targets[0]
-            if value_steps is not None and isinstance(target, ast.Name):
-                names[target.id] = value_steps
+            if isinstance(target, ast.Name):
+                end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+                pending.append((end, target.id, _derived(node.value, names)))
         if not isinstance(node, ast.Call):
             continue
         target = _self_attribute(node.func)
