@@ -146,12 +146,16 @@ class DeprecatedTorchApi(Rule):
         return False
 
     def _is_use(self, node: cst.Attribute) -> bool:
-        """False for mentions that only list or compare the API: entries of a tuple, list,
-        set or dict (dispatch tables), comparisons (`func is torch.range`), and the object
-        `add_docstr` documents."""
+        """False for mentions that only list, compare or patch the API: entries of a tuple,
+        list, set or dict (dispatch tables), comparisons (`func is torch.range`), attribute
+        look-ups on it, the object `add_docstr` documents, and APIs the file reassigns."""
         ancestors = self.context.ancestors
         parent = ancestors[-1] if ancestors else None
         if isinstance(parent, (cst.Element, cst.DictElement, cst.Comparison, cst.ComparisonTarget)):
+            return False
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return False  # `F.upsample.__name__`: introspection, not a call
+        if self._patched(node):
             return False
         if isinstance(parent, cst.Arg) and len(ancestors) >= 2:
             call = ancestors[-2]
@@ -160,6 +164,12 @@ class DeprecatedTorchApi(Rule):
                 if called.rsplit(".", 1)[-1] in ("add_docstr", "_add_docstr"):
                     return False
         return True
+
+    def _patched(self, node: cst.Attribute) -> bool:
+        """The file assigns the attribute itself (`F.upsample = wrap(F.upsample)`): it is
+        patching every function, the deprecated ones included, not using them."""
+        spelled = re.escape(self.context.code(node))
+        return re.search(rf"^\s*{spelled}\s*=[^=]", self.context.source, re.M) is not None
 
     def _compatibility_fallback(self) -> bool:
         """Inside a branch chosen by a version check (`if is_torch_version(...)`,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_args import detached, keeps_comments
+from torchlint.analysis.local_values import expression_value
 from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext
 from torchlint.diagnostic import Severity
@@ -104,7 +105,9 @@ class ForwardCalledDirectly(Rule):
         name = dotted_name(receiver)
         if name is None:
             return False
-        if name in ("self", "cls"):
+        if name in ("self", "cls", "__class__"):
+            return True
+        if self._known_non_module(receiver):
             return True
         last = name.rsplit(".", 1)[-1]
         # A class (nn.Linear.forward), TorchScript's C++ module handle (`self._c`), or a data
@@ -113,6 +116,15 @@ class ForwardCalledDirectly(Rule):
             return True
         # A module or object imported by name (`some_module.forward(...)`): not a model here.
         return "." not in name and name in self.context.imports.aliases
+
+    def _known_non_module(self, receiver: cst.BaseExpression) -> bool:
+        """An instance of a class defined in this file that is not an nn.Module (an
+        autograd.Function, a trainer, a strategy object with its own `forward`)."""
+        value = expression_value(self.context, receiver)
+        if not isinstance(value, cst.Call):
+            return False
+        classdef = self.context.class_defs().get(dotted_name(value.func) or "")
+        return classdef is not None and not self.context.is_nn_module(classdef)
 
     def _delegates(self, call: cst.Call) -> bool:
         """`self.module.forward(*args, **kwargs)` passing on the caller's own `*args`: a
