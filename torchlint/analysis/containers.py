@@ -102,6 +102,18 @@ _BUILDERS = {"list": "list", "tuple": "tuple", "dict": "dict", "set": "set"}
 # `self.x.<method>(value)`: which argument is added, and whether it is one element or many.
 _ADDERS = {"append": (0, False), "insert": (1, False), "add": (0, False), "extend": (0, True)}
 _ADDERS_BY_KEY = {"setdefault": 1, "update": 0}
+# nn.Module subclasses from other libraries that user models commonly derive from.
+_EXTERNAL_MODULE_BASES = frozenset(
+    {
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "transformers.PreTrainedModel",
+        "transformers.modeling_utils.PreTrainedModel",
+    }
+)
 # Attributes nn.Module manages itself.
 _INTERNAL_ATTRIBUTES = frozenset({"_modules", "_parameters", "_buffers", "__dict__"})
 
@@ -171,7 +183,7 @@ class ContainerAnalysis:
         if found is None:
             analysis = self._classes.get(key)
             found = []
-            if analysis is not None and self.context.is_nn_module(classdef):
+            if analysis is not None and is_module_class(self.context, classdef):
                 found = analysis.run()
             self._findings[key] = found
         return found
@@ -469,7 +481,7 @@ class _ClassAnalysis:
                 classdef = self.context.class_defs().get(func.value)
                 if (
                     classdef is not None
-                    and self.context.is_nn_module(classdef)
+                    and is_module_class(self.context, classdef)
                     and _has_state(self.context, classdef, set())
                 ):
                     return {MODULE}
@@ -585,6 +597,25 @@ class _ClassAnalysis:
         if self._name_counts(method)[0][name.value] != 2 + uses:
             return None
         return initial, added
+
+
+def is_module_class(context: FileContext, classdef: cst.ClassDef, depth: int = 0) -> bool:
+    """`nn.Module` subclasses, including LightningModule/PreTrainedModel-derived ones."""
+    if context.is_nn_module(classdef):
+        return True
+    if depth > 10:
+        return False
+    for base in classdef.bases:
+        if context.qualified_name(base.value) in _EXTERNAL_MODULE_BASES:
+            return True
+        parent = context.class_defs().get(dotted_name(base.value) or "")
+        if (
+            parent is not None
+            and parent is not classdef
+            and is_module_class(context, parent, depth + 1)
+        ):
+            return True
+    return False
 
 
 def _has_state(context: FileContext, classdef: cst.ClassDef, seen: set[str]) -> bool:
