@@ -17,7 +17,6 @@ nobody has seen.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
@@ -681,14 +680,16 @@ class ActivationFlow:
         return self._globals
 
 
-_flows: weakref.WeakKeyDictionary[FileContext, ActivationFlow] = weakref.WeakKeyDictionary()
-
-
 def activation_flow(context: FileContext) -> ActivationFlow:
-    """The file's shared analysis (built on first use, shared by the rules that need it)."""
-    flow = _flows.get(context)
+    """The file's shared analysis (built on first use, shared by the rules that need it).
+
+    Kept on the context so that it dies with it: a weak-keyed global table would keep every
+    context alive, since the analysis points back to it.
+    """
+    flow: ActivationFlow | None = getattr(context, "_activation_flow", None)
     if flow is None:
-        flow = _flows[context] = ActivationFlow(context)
+        flow = ActivationFlow(context)
+        context._activation_flow = flow  # type: ignore[attr-defined]
     return flow
 
 
