@@ -229,17 +229,11 @@ def statements_of(body: cst.BaseSuite | Sequence[cst.BaseStatement]) -> Sequence
 
 
 def enclosing_class_of(context: FileContext, function: cst.FunctionDef) -> cst.ClassDef | None:
-    """The class `function` is a method of, from the walker's ancestor stack."""
+    """The class `function` is a method of, from the walker's ancestor stack (while the walker
+    is inside `function` or leaving it)."""
     ancestors = context.ancestors
-    for index in range(len(ancestors) - 1, -1, -1):
-        if ancestors[index] is function:
-            for outer in reversed(ancestors[:index]):
-                if isinstance(outer, cst.ClassDef):
-                    return outer
-                if isinstance(outer, (cst.FunctionDef, cst.Lambda)):
-                    return None
-            return None
-    for outer in reversed(ancestors):
+    end = next((i for i in range(len(ancestors) - 1, -1, -1) if ancestors[i] is function), None)
+    for outer in reversed(ancestors if end is None else ancestors[:end]):
         if isinstance(outer, cst.ClassDef):
             return outer
         if isinstance(outer, (cst.FunctionDef, cst.Lambda)):
@@ -455,13 +449,18 @@ class FileFacts:
                 context.code(classdef)
             ):
                 return True
+        # `train_dl = DeviceDataLoader(train_dl, device)`, `..., loader = accelerator.prepare(
+        # ..., loader)`: a loader rebuilt from a loader by a call that mentions the device (a
+        # plain `train(model, device, train_loader)` call is not one).
         for node in iter_descendants(context.module):
-            if not isinstance(node, cst.Call):
+            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
                 continue
-            if any(
-                _LOADER_NAME.search((dotted_name(arg.value) or "").rsplit(".", 1)[-1])
-                for arg in node.args
-            ) and _DEVICE_LOADER.search(context.code(node)):
+            targets = [n for t in node.targets for n in _flat_dotted(t.target)]
+            if (
+                any(_is_loader_name(name) for name in targets)
+                and any(_is_loader_name(dotted_name(a.value) or "") for a in node.value.args)
+                and _DEVICE_LOADER.search(context.code(node.value))
+            ):
                 return True
         return False
 
@@ -539,7 +538,7 @@ class LoaderFlow:
         for method in class_methods(self.classdef):
             if method is self.scope:
                 continue
-            outer = LoaderFlow(self.facts, method, None)
+            outer = LoaderFlow(self.facts, method, self.classdef)
             outer.bindings = bindings(method)
             outer._collect_moves(list(iter_scope_nodes(method)))
             self.wrapped.update(n for n in outer.wrapped if n.startswith("self."))
@@ -577,7 +576,7 @@ class LoaderFlow:
         name = dotted_name(expr) if expr is not None else None
         if name is None:
             return False
-        values = self.bindings.get(name) or self.facts.module_bindings().get(name)
+        values = self._values_of(name)
         return bool(values) and all(
             device_arg_kind(self.context, value) == "cpu" for value in values
         )
@@ -954,6 +953,10 @@ class LoaderFlow:
             and qualified.startswith("torch.nn.")
             and qualified.endswith("Loss")
         )
+
+
+def _is_loader_name(name: str) -> bool:
+    return bool(name) and bool(_LOADER_NAME.search(name.rsplit(".", 1)[-1]))
 
 
 def _flat_dotted(target: cst.BaseExpression) -> list[str]:
