@@ -32,7 +32,14 @@ from torchlint.shapes.inputs import (
     trace,
 )
 from torchlint.shapes.loader import Project, is_stub
-from torchlint.shapes.propagate import Failure, World, analyze_fx, analyze_hooks, run_direct
+from torchlint.shapes.propagate import (
+    Failure,
+    Session,
+    World,
+    analyze_fx,
+    analyze_hooks,
+    run_direct,
+)
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
@@ -79,6 +86,13 @@ class FileChecker:
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
         self.covered: set[type] = set()
+        self._sessions: dict[int, Session] = {}
+
+    def _session(self, model: nn.Module) -> Session:
+        """The fake-tensor session of the model being checked (made on first use)."""
+        if self._sessions.get(id(model)) is None:
+            self._sessions = {id(model): Session(model)}
+        return self._sessions[id(model)]
 
     # -- files -----------------------------------------------------------------------------
     def check_job(self, job: dict[str, Any]) -> list[F.Finding]:
@@ -158,6 +172,7 @@ class FileChecker:
             record["result"] = "skipped"
             self._skip(where[0], where[1], label, f"internal error: {_brief(exc)}")
         finally:
+            self._sessions = {}
             record["seconds"] = time.perf_counter() - started
             with contextlib.suppress(Exception):
                 self.covered.update(type(m) for m in model.modules())
@@ -280,7 +295,7 @@ class FileChecker:
 
     def _run_plan(self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any) -> PlanResult:
         result = PlanResult()
-        world = World(model, plan, {}, symbolic=False)
+        world = World(model, plan, {}, symbolic=False, session=self._session(model))
         first_error = run_direct(world)
         result.hints = world.hints
         if first_error is None:
@@ -291,7 +306,8 @@ class FileChecker:
             # Most models that fail at the first guess were written for one common size.
             for size in PROBE_SIZES:
                 hints = {**world.hints, **dict.fromkeys(sizes, size)}
-                if run_direct(World(model, plan, hints, symbolic=False)) is None:
+                probe = World(model, plan, hints, symbolic=False, session=self._session(model))
+                if run_direct(probe) is None:
                     result.ok = True
                     result.hints = hints
                     if self._sized_layer_failed(model, plan, world.hints):
@@ -310,7 +326,8 @@ class FileChecker:
 
     def _sized_layer_failed(self, model: nn.Module, plan: InputPlan, hints: dict[str, int]) -> bool:
         """Whether the first guess failed in a layer with a fixed size (a Linear, a norm)."""
-        failure = analyze_hooks(World(model, plan, hints, symbolic=False), self.user_files)
+        world = World(model, plan, hints, symbolic=False, session=self._session(model))
+        failure = analyze_hooks(world, self.user_files)
         return failure is not None and bool(F.layer_sizes(failure.module))
 
     def _harvest(
@@ -329,7 +346,7 @@ class FileChecker:
         """
         if sum(1 for _ in model.modules()) > _HARVEST_MODULES:
             return
-        world = World(model, plan, hints, symbolic=True)
+        world = World(model, plan, hints, symbolic=True, session=self._session(model))
         if self._analyze(world, graph_for_analysis) is not None or world.env is None:
             return
         symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
@@ -372,12 +389,12 @@ class FileChecker:
         result.hints = hints  # updated in place as sizes are solved for
         flipped: set[Any] = set()
         for attempt in range(_MAX_FLIPS):
-            world = World(model, plan, hints, symbolic=True)
+            world = World(model, plan, hints, symbolic=True, session=self._session(model))
             failure = self._analyze(world, graph_for_analysis)
             if failure is None and attempt == 0 and graph_for_analysis() is not None:
                 # The plain run failed but the traced graph passes: the graph left something
                 # out (a call fx could not see); the hooks run follows the real forward.
-                world = World(model, plan, hints, symbolic=True)
+                world = World(model, plan, hints, symbolic=True, session=self._session(model))
                 failure = analyze_hooks(world, self.user_files)
             result.names = world.names
             if failure is None:

@@ -27,7 +27,7 @@ def show(expr: Any, names: dict[sympy.Symbol, str]) -> str:
     if isinstance(expr, sympy.Add):
         constant = sum(int(a) for a in expr.args if isinstance(a, sympy.Integer))
         terms = [a for a in expr.args if not isinstance(a, sympy.Integer)]
-        text = " + ".join(show(t, names) for t in sorted(terms, key=str))
+        text = " + ".join(sorted(show(t, names) for t in terms))
         if constant > 0:
             text += f" + {constant}"
         elif constant < 0:
@@ -35,7 +35,7 @@ def show(expr: Any, names: dict[sympy.Symbol, str]) -> str:
         return text.replace("+ -", "- ")
     if isinstance(expr, sympy.Mul):
         coefficient, rest = expr.as_coeff_Mul()
-        factors = [_wrap(f, names) for f in sympy.Mul.make_args(rest)]
+        factors = sorted(_wrap(f, names) for f in sympy.Mul.make_args(rest))
         if coefficient == -1:
             return "-" + "*".join(factors)
         if coefficient != 1:

@@ -128,6 +128,48 @@ def _unary_ops() -> tuple[frozenset[Any], frozenset[Any]]:
 _SAME_SHAPE, _INPLACE = _unary_ops()
 
 
+def _fast_norm(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Batch and layer norm in eval mode, answered from their size checks.
+
+    Their decompositions are the costliest ops of a symbolic run; the output has the input's
+    shape, and the size check is kept (and fails as torch's would, leaving the same guard).
+    """
+    import torch.nn.functional as F
+
+    x = args[0] if args else None
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        return None
+    if func is F.batch_norm:
+        running_mean = args[1] if len(args) > 1 else kwargs.get("running_mean")
+        training = args[5] if len(args) > 5 else kwargs.get("training", False)
+        if training or not isinstance(running_mean, torch.Tensor) or x.dim() < 2:
+            return None
+        channels, expected = x.shape[1], running_mean.shape[0]
+        torch._check(
+            channels == expected,
+            lambda: f"running_mean should contain {channels} elements not {expected}",
+        )
+        return x.new_empty(x.shape)
+    if func is F.layer_norm:
+        shape = args[1] if len(args) > 1 else kwargs.get("normalized_shape")
+        if not isinstance(shape, (tuple, list, torch.Size)) or not shape:
+            return None
+        shape = tuple(shape)
+        if x.dim() < len(shape):
+            return None
+        tail = tuple(x.shape[-len(shape) :])
+        for got, want in zip(tail, shape, strict=True):
+            torch._check(
+                got == want,
+                lambda: (
+                    f"Given normalized_shape={list(shape)}, expected input with shape "
+                    f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}"
+                ),
+            )
+        return x.new_empty(x.shape)
+    return None
+
+
 def fast_unary(func: Any, args: tuple, kwargs: dict) -> Any:
     """Shape-preserving activations on float tensors, answered without running them.
 
@@ -144,7 +186,7 @@ def fast_unary(func: Any, args: tuple, kwargs: dict) -> Any:
         return args[0].new_empty(args[0].shape)
     if func in _INPLACE:
         return args[0]
-    return None
+    return _fast_norm(func, args, kwargs)
 
 
 class _FastOps(TorchFunctionMode):
@@ -156,8 +198,23 @@ class _FastOps(TorchFunctionMode):
         return func(*args, **kwargs) if out is None else out
 
 
+class Session:
+    """What the runs of one model share: a FakeTensorMode with a ShapeEnv, and the model's
+    parameters made fake once (for a large model that is most of a run's cost)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.env = ShapeEnv(duck_shape=False)
+        self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=True)
+        fakeify(model, self.mode)
+        self.runs = 0
+
+
 class World:
-    """One run's fake-tensor setting."""
+    """One run's setting: the fake-tensor mode, and inputs with concrete or symbolic sizes.
+
+    With a `session`, the mode and fake parameters are the session's (each symbolic run
+    gets fresh symbols in the shared ShapeEnv); without one, the world makes its own.
+    """
 
     def __init__(
         self,
@@ -165,25 +222,34 @@ class World:
         plan: InputPlan,
         hints: dict[str, int],
         symbolic: bool,
+        session: Session | None = None,
     ) -> None:
         self.model = model
         self.plan = plan
-        self.env = ShapeEnv(duck_shape=False) if symbolic else None
-        self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=True)
-        if symbolic:
-            # Each op runs once per world; caching symbolic results only costs time.
-            self.mode.cache_enabled = False
+        if session is None:
+            env = ShapeEnv(duck_shape=False) if symbolic else None
+            self.mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+            fakeify(model, self.mode)
+            self.tag = ""
+        else:
+            env = session.env
+            self.mode = session.mode
+            session.runs += 1
+            self.tag = f"@{session.runs}"  # fresh symbols for each run in the shared env
+        self.env = env if symbolic else None
+        # Each op runs once per symbolic world: caching symbolic results only costs time.
+        self.cache = not symbolic
         #: Where guards were recorded: (first index, end index, the step that recorded them).
         self.steps: list[tuple[int, int, Step]] = []
-        fakeify(model, self.mode)
         #: Symbol -> display name ("H"), for the free sizes of the inputs.
         self.names: dict[sympy.Symbol, str] = {}
         self.hints = dict(hints)
+        self._sizes: dict[str, Any] = {}  # one symbol per name across all inputs
+        self.mode.cache_enabled = self.cache
         self.inputs = [self._tensor(spec) for spec in plan.specs]
 
     def _tensor(self, spec: Any) -> torch.Tensor:
         sizes: list[Any] = []
-        by_name: dict[str, Any] = {}
         for dim in spec.dims:
             if dim.name is None:
                 sizes.append(dim.hint)
@@ -191,16 +257,22 @@ class World:
             hint = self.hints.setdefault(dim.name, dim.hint)
             if self.env is None:
                 sizes.append(hint)
-            elif dim.name in by_name:
-                sizes.append(by_name[dim.name])
+            elif dim.name in self._sizes:
+                sizes.append(self._sizes[dim.name])
             else:
-                source = DimSource(dim.name)
+                source = DimSource(dim.name + self.tag)
                 symbol = self.env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
                 self.names[symbol] = dim.name
-                by_name[dim.name] = self.env.create_symintnode(symbol, hint=hint, source=source)
-                sizes.append(by_name[dim.name])
+                size = self.env.create_symintnode(symbol, hint=hint, source=source)
+                self._sizes[dim.name] = size
+                sizes.append(size)
         with self.mode:
             return torch.empty(sizes, dtype=spec.dtype)
+
+    def enter(self) -> FakeTensorMode:
+        """The mode to run in, set for this world (the cache is off for symbolic runs)."""
+        self.mode.cache_enabled = self.cache
+        return self.mode
 
     def guard_count(self) -> int:
         return len(self.env.guards) if self.env is not None else 0
@@ -211,7 +283,7 @@ class World:
 
 def run_direct(world: World) -> BaseException | None:
     try:
-        with world.mode, torch.no_grad():
+        with world.enter(), torch.no_grad():
             world.model(*world.inputs)
     except Exception as exc:
         return exc
@@ -263,7 +335,7 @@ def analyze_fx(
     interpreter = _Interpreter(module, world, user_files)
     fast = _FastOps() if world.env is not None else contextlib.nullcontext()
     try:
-        with world.mode, torch.no_grad(), fast:
+        with world.enter(), torch.no_grad(), fast:
             interpreter.run(*world.inputs)
     except _NodeFailed as failed:
         return _fx_failure(failed, interpreter, module, world, user_files)
@@ -505,7 +577,7 @@ def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
     ]
     try:
         tracker = _OpTracker(world, provenance, running, names, user_files)
-        with world.mode, torch.no_grad(), tracker:
+        with world.enter(), torch.no_grad(), tracker:
             model(*world.inputs)
     except Exception as exc:
         return _hooks_failure(exc, running, names, world, user_files)
