@@ -23,6 +23,12 @@ class InputSizeConstraint(Rule):
     `nn.AdaptiveAvgPool2d` before the classifier makes it size-independent; otherwise,
     declaring the input shape (`# torchlint: input-shape=(1, 1, 28, 28)`) documents it.
 
+    ## Known problems
+    The analysis that finds the sizes costs about as much as the rest of the check, so it
+    runs only for models of modest size (a few dozen modules) that fail at torchlint's first
+    guess of the input size (96x96 images, sequences of 16) and pass at a usual one (32, 28,
+    224, 64).
+
     ## Example
     ```python
     self.pool = nn.MaxPool2d(2)
