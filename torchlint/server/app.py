@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -129,6 +130,8 @@ class DocumentState:
     #: Shape findings and the exact source they were computed for.
     shape_diagnostics: list[Diagnostic] = field(default_factory=list)
     shape_source: str | None = None
+    #: Per-layer tables of the models checked for `shape_source` (inlay hints, hover).
+    shape_tables: list[dict[str, Any]] = field(default_factory=list)
     logged: set[str] = field(default_factory=set)
     #: A notebook's cells as last published: URI -> (version, diagnostics). Unchanged cells
     #: are not sent again; cells no longer linted are cleared.
@@ -437,7 +440,7 @@ class TorchlintServer(LanguageServer):
 
     async def _run_shapes(self, uri: str, linted: Linted) -> None:
         try:
-            found = await self.shapes.check(
+            result = await self.shapes.check_with_tables(
                 linted.display, linted.text.source, linted.settings.declared_shapes
             )
         except asyncio.CancelledError:
@@ -446,15 +449,28 @@ class TorchlintServer(LanguageServer):
             self.log_error(f"shape checks failed on {uri}")
             return
         state = self.states.get(uri)
-        if found is None or state is None or state.linted is None:
+        if result is None or state is None or state.linted is None:
             return
         source = linted.text.source
         if state.linted.text.source != source:
             return  # edited since: these positions are stale
-        kept = [d for d in found if d.code in linted.settings.enabled]
+        kept = [d for d in result.diagnostics if d.code in linted.settings.enabled]
         state.shape_diagnostics = apply_suppressions(source, kept)
         state.shape_source = source
+        had_tables, state.shape_tables = bool(state.shape_tables), result.tables
         self.publish(uri)
+        if result.tables or had_tables:
+            self.refresh_inlay_hints()
+
+    def refresh_inlay_hints(self) -> None:
+        """Ask the client to request inlay hints again (new shape tables), if it can."""
+        workspace = self.client_capabilities.workspace
+        inlay = workspace.inlay_hint if workspace else None
+        if inlay is not None and inlay.refresh_support:
+            try:
+                self.workspace_inlay_hint_refresh(None)
+            except Exception:
+                self.log_error("cannot refresh inlay hints")
 
     @staticmethod
     def cancel_shapes(state: DocumentState) -> None:

@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 
 from lsprotocol import types
 
-from torchlint.server import requests
+from torchlint.server import inlay, requests
 from torchlint.server.app import TorchlintServer
 from torchlint.server.settings import CONFIG_FILE_NAMES, Options
 
@@ -97,6 +97,16 @@ def create_server() -> TorchlintServer:
         except Exception:
             ls.log_error(f"hover failed on {params.text_document.uri}")
             return None
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+    async def inlay_hint(
+        ls: TorchlintServer, params: types.InlayHintParams
+    ) -> list[types.InlayHint]:
+        try:
+            return await inlay.inlay_hints(ls, params)
+        except Exception:
+            ls.log_error(f"inlay hints failed on {params.text_document.uri}")
+            return []
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TorchlintServer, params: None) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from torchlint.server import actions
+from torchlint.server import actions, inlay
 from torchlint.server.convert import SOURCE, overlaps, to_lsp
 from torchlint.server.hover import codes_at, hover_text
 
@@ -130,14 +131,23 @@ async def fix_all(ls: TorchlintServer, uri: str, linted: Linted) -> types.CodeAc
 
 
 async def hover(ls: TorchlintServer, params: types.HoverParams) -> types.Hover | None:
-    """The documentation of the rules reported under the cursor, or named in `# noqa: ...`."""
+    """The documentation of the rules reported under the cursor, or named in `# noqa: ...`;
+    on a layer (`self.fc1`), its sizes and shapes from the last shape check."""
     uri = params.text_document.uri
     linted = await ls.fresh(uri)
     if linted is None:
         return None
     text = linted.text
-    codes, span = codes_at(text, ls.shown(uri, linted), text.offset_of(params.position))
+    offset = text.offset_of(params.position)
+    codes, span = codes_at(text, ls.shown(uri, linted), offset)
     value = hover_text(codes)
+    line = bisect_right(text.starts, offset)
+    layer = inlay.hover(ls, uri, text.source, line, offset - text.starts[line - 1])
+    if layer is not None:
+        markdown, (start_line, start_col, end_line, end_col) = layer
+        value = markdown if value is None else f"{markdown}\n\n---\n\n{value}"
+        if span is None:
+            span = (text.offset(start_line, start_col + 1), text.offset(end_line, end_col + 1))
     if value is None or span is None:
         return None
     return types.Hover(

@@ -2,7 +2,8 @@
 
 Protocol, one JSON object per line: the worker first says `{"ready": true}` (or `false` with a
 `reason`), then answers each `{"id", "path", "source", "declared"}` request on stdin with
-`{"id", "diagnostics": [...]}` or `{"id", "error": "..."}`. Run: `python -m
+`{"id", "diagnostics": [...], "tables": [...]}` (tables when the engine makes per-layer
+tables, `torchlint.shapes.table`) or `{"id", "error": "..."}`. Run: `python -m
 torchlint.server.shape_worker [module:function]`.
 """
 
@@ -36,13 +37,20 @@ def _load(target: str) -> Callable[..., Any]:
 
 def _check(
     check: Callable[..., Any], path: str, source: str, declared: dict[str, Any]
-) -> list[dict[str, object]]:
+) -> tuple[list[dict[str, object]], list[dict[str, Any]] | None]:
+    """The file's diagnostics, and its per-layer tables when the engine makes them."""
     files = [(path, source)]
-    if declared and "declared" in inspect.signature(check).parameters:
-        found = check(files, declared=declared)
-    else:
-        found = check(files)
-    return [d.to_dict() for d in found.get(path, [])]
+    parameters = inspect.signature(check).parameters
+    options: dict[str, Any] = {}
+    if declared and "declared" in parameters:
+        options["declared"] = declared
+    tables: dict[str, list[dict[str, Any]]] | None = {} if "tables" in parameters else None
+    if tables is not None:
+        options["tables"] = tables  # for inlay hints and hover (shape insight)
+    found = check(files, **options)
+    return [d.to_dict() for d in found.get(path, [])], (
+        tables.get(path, []) if tables is not None else None
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,13 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
-            diagnostics = _check(
+            diagnostics, tables = _check(
                 check, request["path"], request["source"], request.get("declared") or {}
             )
         except Exception:
             _send(channel, {"id": request["id"], "error": traceback.format_exc()})
         else:
-            _send(channel, {"id": request["id"], "diagnostics": diagnostics})
+            reply: dict[str, Any] = {"id": request["id"], "diagnostics": diagnostics}
+            if tables is not None:
+                reply["tables"] = tables
+            _send(channel, reply)
     return 0
 
 

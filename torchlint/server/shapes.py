@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from torchlint.diagnostic import Diagnostic
@@ -21,6 +22,14 @@ from torchlint.server.shape_worker import DEFAULT_TARGET
 
 #: Replies can hold many diagnostics; asyncio's default line limit (64 KiB) is too small.
 _LINE_LIMIT = 1 << 26
+
+
+@dataclass
+class ShapeResult:
+    """One file's shape check: its diagnostics, and the tables of the models it checked."""
+
+    diagnostics: list[Diagnostic]
+    tables: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ShapeRunner:
@@ -42,6 +51,14 @@ class ShapeRunner:
         self, path: str, source: str, declared: dict[str, Any] | None = None
     ) -> list[Diagnostic] | None:
         """The shape diagnostics of one file; None when shape checks cannot run or failed."""
+        result = await self.check_with_tables(path, source, declared)
+        return result.diagnostics if result is not None else None
+
+    async def check_with_tables(
+        self, path: str, source: str, declared: dict[str, Any] | None = None
+    ) -> ShapeResult | None:
+        """The shape diagnostics of one file and its models' per-layer tables (shape insight);
+        None when shape checks cannot run or failed."""
         async with self._lock:
             if self.available is False:
                 return None
@@ -74,7 +91,10 @@ class ShapeRunner:
             if "error" in reply:
                 self.log(f"shape checks crashed on {path}:\n{reply['error']}")
                 return None
-            return [Diagnostic.from_dict(d) for d in reply.get("diagnostics", [])]
+            return ShapeResult(
+                [Diagnostic.from_dict(d) for d in reply.get("diagnostics", [])],
+                list(reply.get("tables") or []),
+            )
 
     async def _start(self) -> asyncio.subprocess.Process | None:
         try:

@@ -63,7 +63,7 @@ def visible_rows(table: Table, depth: int) -> tuple[list[dict[str, Any]], int | 
     return shown, marked
 
 
-def _shapes(items: list[dict[str, Any]] | None, style: Style) -> str:
+def shapes_text(items: list[dict[str, Any]] | None, style: Style) -> str:
     if not items:
         return ""
     texts = [i["shape"] for i in items]
@@ -103,8 +103,8 @@ def _cells(row: dict[str, Any], table: Table, depth_indent: bool, style: Style) 
     return [
         indent + name,
         kind,
-        _shapes(row.get("inputs"), style),
-        _shapes(row.get("outputs"), style),
+        shapes_text(row.get("inputs"), style),
+        shapes_text(row.get("outputs"), style),
         _params(row.get("params")),
         _line(row, table),
     ]
