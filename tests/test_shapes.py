@@ -117,8 +117,8 @@ def test_no_code_of_the_user_script_runs(
     assert [d.code for d in single_results[str(script)]] == ["TL601"]
 
 
-def test_timeout_becomes_tl690(tmp_path: Path) -> None:
-    source = """
+def test_timeout_and_crash_become_tl690_and_the_run_goes_on(tmp_path: Path) -> None:
+    slow = """
 import torch.nn as nn
 
 
@@ -131,11 +131,43 @@ class Slow(nn.Module):
     def forward(self, x):
         return x
 """
-    path = tmp_path / "slow.py"
-    results = check_files([(str(path), source)], timeout=1.0)
-    [diagnostic] = results[str(path)]
-    assert diagnostic.code == "TL690"
-    assert "timed out" in diagnostic.message
+    crash = """
+import ctypes
+
+import torch.nn as nn
+
+
+class Crash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        ctypes.string_at(0)
+
+    def forward(self, x):
+        return x
+"""
+    fine = """
+import torch.nn as nn
+
+
+class Mismatch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+"""
+    files = [
+        (str(tmp_path / f"{name}.py"), text)
+        for name, text in [("slow", slow), ("crash", crash), ("fine", fine)]
+    ]
+    results = check_files(files, timeout=1.0)
+    [slow_result] = results[files[0][0]]
+    [crash_result] = results[files[1][0]]
+    assert slow_result.code == "TL690" and "timed out" in slow_result.message
+    assert crash_result.code == "TL690" and "crashed" in crash_result.message
+    assert [d.code for d in results[files[2][0]]] == ["TL601"]
 
 
 def test_package_import_does_not_import_torch() -> None:
