@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from torchlint.analysis.call_args import detached, keeps_comments, module_spelling
@@ -16,7 +18,9 @@ class LogOfSoftmax(Rule):
     ## What it does
     Checks for the logarithm of a softmax: `torch.log(F.softmax(x, dim))`,
     `torch.log(x.softmax(dim))` and `F.softmax(x, dim).log()` (any import alias of
-    `torch.nn.functional`, `torch.softmax`, `torch.special.softmax`).
+    `torch.nn.functional`, `torch.softmax`, `torch.special.softmax`), also when the log is
+    taken of probabilities picked out of it (`torch.log(F.softmax(x, 1).gather(1, a))`,
+    `torch.log(F.softmax(x, -1)[:, 0])`).
 
     The fix replaces the expression with the matching `log_softmax` call, spelled the way the
     softmax was: `F.log_softmax(x, dim)`, `torch.log_softmax(x, dim)` or `x.log_softmax(dim)`,
@@ -54,40 +58,40 @@ class LogOfSoftmax(Rule):
     fix_availability = "safe"
 
     def visit_Call(self, node: cst.Call) -> None:
-        softmax = self._logged_softmax(node)
-        if softmax is None:
+        argument = self._log_argument(node)
+        if argument is None:
             return
-        kind = softmax_call_kind(self.context, softmax)
-        if kind is None:
+        peeled = _peel(argument)
+        if peeled is None or softmax_call_kind(self.context, peeled[0]) is None:
             return
-        fix = self._fix(node, softmax)
+        softmax, rebuild = peeled
         self.report(
             node,
             "log(softmax(x)) underflows to -inf for large logits; use log_softmax(x, dim), "
             "which computes the same values stably",
-            fix=fix,
+            fix=self._fix(node, argument, softmax, rebuild),
         )
 
-    def _logged_softmax(self, node: cst.Call) -> cst.Call | None:
-        """The softmax call whose log `node` takes, if it is one."""
+    def _log_argument(self, node: cst.Call) -> cst.BaseExpression | None:
+        """`p` in `torch.log(p)` / `p.log()`."""
         func = node.func
         if self.context.qualified_name(func) == "torch.log":
             if len(node.args) == 1 and node.args[0].keyword is None and node.args[0].star == "":
-                value = node.args[0].value
-                return value if isinstance(value, cst.Call) else None
+                return node.args[0].value
             return None
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "log"
             and not node.args
-            and isinstance(func.value, cst.Call)
             and self.context.qualified_name(func) is None
         ):
             return func.value
         return None
 
-    def _fix(self, node: cst.Call, softmax: cst.Call) -> FixBuilder | None:
-        if not keeps_comments(node, softmax):
+    def _fix(
+        self, node: cst.Call, argument: cst.BaseExpression, softmax: cst.Call, rebuild: _Rebuild
+    ) -> FixBuilder | None:
+        if not keeps_comments(node, argument):
             return None
         func = softmax.func
         message = "Replace with log_softmax"
@@ -116,14 +120,38 @@ class LogOfSoftmax(Rule):
             new_func = cst.parse_expression(local)
         else:
             return None
-        # Keep the parentheses/whitespace the log call had around it.
-        replacement = softmax.with_changes(func=new_func, lpar=node.lpar, rpar=node.rpar)
+        # Keep the parentheses the log call had around it.
+        replacement = rebuild(softmax.with_changes(func=new_func)).with_changes(
+            lpar=node.lpar, rpar=node.rpar
+        )
         return FixBuilder(
             message=message,
             replacements=[(node, detached(self.context, replacement))],
             safe=True,
             insertions=insertions,
         )
+
+
+_Rebuild = Callable[[cst.Call], cst.BaseExpression]
+
+
+def _peel(argument: cst.BaseExpression) -> tuple[cst.Call, _Rebuild] | None:
+    """The softmax call inside the log's argument: the argument itself, or the tensor a
+    `.gather(...)` or an index (`[..., 1]`) picks probabilities from. With a way to rebuild the
+    argument around a replacement for that call."""
+    if isinstance(argument, cst.Subscript) and isinstance(argument.value, cst.Call):
+        return argument.value, lambda new: argument.with_changes(value=new)
+    if (
+        isinstance(argument, cst.Call)
+        and isinstance(argument.func, cst.Attribute)
+        and argument.func.attr.value == "gather"
+        and isinstance(argument.func.value, cst.Call)
+    ):
+        func = argument.func
+        return func.value, lambda new: argument.with_changes(func=func.with_changes(value=new))
+    if isinstance(argument, cst.Call):
+        return argument, lambda new: new
+    return None
 
 
 def _import_line(module: cst.Module) -> int | None:

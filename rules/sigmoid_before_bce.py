@@ -25,7 +25,8 @@ class SigmoidBeforeBCE(Rule):
     Checks for binary cross-entropy computed on sigmoid output: `nn.BCELoss()` or
     `F.binary_cross_entropy` whose input is `torch.sigmoid(z)`, `z.sigmoid()`,
     `nn.Sigmoid()(z)`, a local variable assigned one of those, or the output of a model that
-    is an `nn.Sequential` ending in `nn.Sigmoid()`.
+    is an `nn.Sequential` ending in `nn.Sigmoid()` or a same-file `nn.Module` whose `forward`
+    returns such output (the classic DCGAN discriminator).
 
     For the direct inline forms, `F.binary_cross_entropy(torch.sigmoid(z), y)` and
     `nn.BCELoss()(torch.sigmoid(z), y)`, an unsafe fix rewrites the call to
@@ -41,8 +42,8 @@ class SigmoidBeforeBCE(Rule):
 
     ## Known problems
     Only data flow within one function (or a module-level or `self.` attribute assigned once)
-    is followed; a model whose `forward` ends in a sigmoid is recognised only when it is an
-    `nn.Sequential` built in the same file.
+    is followed; a model is recognised only when its class (or `nn.Sequential`) is built in
+    the same file.
 
     ## Example
     ```python

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.local_values import expression_value
-from torchlint.context import FileContext
+from torchlint.context import FileContext, iter_scope_nodes
 
 SOFTMAX = "softmax"
 SIGMOID = "sigmoid"
@@ -101,6 +101,11 @@ def layer_activation(context: FileContext, layer: cst.BaseExpression, depth: int
             positional = [a for a in layer.args if a.keyword is None]
             if positional and len(positional) == len(layer.args) and positional[-1].star == "":
                 return layer_activation(context, positional[-1].value, depth + 1)
+            return None
+        if qualified is None and isinstance(layer.func, cst.Name):
+            classdef = context.class_defs().get(layer.func.value)
+            if classdef is not None and context.is_nn_module(classdef):
+                return _forward_activation(context, classdef, depth + 1)
         return None
     value = expression_value(context, layer)
     if value is not None and value is not layer:
@@ -111,3 +116,82 @@ def layer_activation(context: FileContext, layer: cst.BaseExpression, depth: int
 def _is_module_reference(context: FileContext, expr: cst.BaseExpression) -> bool:
     """Whether `expr` names an imported module or object rather than a tensor."""
     return context.qualified_name(expr) is not None
+
+
+def _forward_activation(context: FileContext, classdef: cst.ClassDef, depth: int) -> str | None:
+    """The activation every `return` of a same-file module's `forward` ends in, if they agree.
+
+    Only what the class itself shows is used: `self.<attr>` layers assigned once in the class,
+    names assigned once in `forward`, functional or method activations, reshaping methods.
+    """
+    forward = next(
+        (
+            stmt
+            for stmt in getattr(classdef.body, "body", ())
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward"
+        ),
+        None,
+    )
+    if forward is None:
+        return None
+    returns = [
+        node.value
+        for node in iter_scope_nodes(forward)
+        if isinstance(node, cst.Return) and node.value is not None
+    ]
+    if not returns:
+        return None
+    attributes = context.self_attributes(classdef)
+    local = context.assignments(forward)
+    found = {_returned_activation(context, r, attributes, local, depth) for r in returns}
+    return found.pop() if len(found) == 1 else None
+
+
+def _returned_activation(
+    context: FileContext,
+    expr: cst.BaseExpression,
+    attributes: dict[str, list[cst.BaseExpression]],
+    local: dict[str, list[cst.BaseExpression]],
+    depth: int,
+) -> str | None:
+    for _ in range(6):
+        if isinstance(expr, cst.Name):
+            values = local.get(expr.value, [])
+            if len(values) != 1:
+                return None
+            expr = values[0]
+            continue
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        qualified = context.qualified_name(func)
+        if qualified is not None:
+            return _FUNCTIONS.get(qualified)
+        if not isinstance(func, cst.Attribute):
+            return None
+        if func.attr.value in _PASSTHROUGH:
+            expr = func.value
+            continue
+        if func.attr.value == "softmax" and expr.args:
+            return SOFTMAX
+        if func.attr.value in ("sigmoid", "sigmoid_") and not expr.args:
+            return SIGMOID
+        if isinstance(func.value, cst.Name) and func.value.value == "self":
+            values = attributes.get(f"self.{func.attr.value}", [])
+            if len(values) != 1 or not isinstance(values[0], cst.Call):
+                return None
+            return _layer_value(context, values[0], depth)
+        return None
+    return None
+
+
+def _layer_value(context: FileContext, value: cst.Call, depth: int) -> str | None:
+    """The activation a layer constructor call ends in (no name look-ups: another scope)."""
+    qualified = context.qualified_name(value.func)
+    if qualified in _LAYERS:
+        return _LAYERS[qualified]
+    if qualified == "torch.nn.Sequential":
+        args = [a for a in value.args if a.keyword is None and a.star == ""]
+        if args and len(args) == len(value.args) and isinstance(args[-1].value, cst.Call):
+            return _layer_value(context, args[-1].value, depth)
+    return None
