@@ -247,6 +247,8 @@ def run_command(
     ]
     for path, name, line, reason in insight.skipped:
         parts.append(f"{name} ({path}:{line}): no table: {_skip_text(reason)}\n")
+    if not parts:
+        parts.append("No nn.Module classes or module-level models found.\n")
     sys.stdout.write("\n".join(parts))
     return 1 if failing else 0
 
