@@ -12,13 +12,13 @@ from torchlint.rule import Rule
 class TensorCreatedWithoutDevice(Rule):
     """
     ## What it does
-    Checks `forward` methods of `nn.Module` subclasses for tensors made with `torch.zeros`,
-    `torch.ones`, `torch.empty`, `torch.full`, `torch.rand`, `torch.randn`, `torch.randint`,
-    `torch.arange`, `torch.tensor`, `torch.eye` or `torch.linspace` without `device=`, whose
-    result is then combined with the input or the module's own tensors: arithmetic,
-    comparisons, `torch.cat`/`torch.stack`/`torch.matmul`/`torch.where`, `masked_fill`, or
-    a call to one of the module's layers (an `nn.LSTM` initial state, an `nn.Embedding`
-    index).
+    Checks `forward` methods of `nn.Module` subclasses for tensors created without `device=`
+    that are then combined with the input or the module's own parameters and buffers.
+
+    The factories are `torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`, `randint`,
+    `arange`, `tensor`, `eye` and `linspace`; combining means arithmetic, comparisons,
+    `torch.cat`/`stack`/`matmul`/`where`, `masked_fill`, or a call to one of the module's
+    `torch.nn` layers (an `nn.LSTM` initial state, an `nn.Embedding` index).
 
     Tensors created with `device=...`, with `*_like` or `x.new_*`, moved with
     `.to(x.device)`, `.to(x)`, `.type_as(x)` or `.cuda()` before use, used only for
@@ -30,6 +30,11 @@ class TensorCreatedWithoutDevice(Rule):
     CPU tests and fails as soon as it is moved to a GPU with `RuntimeError: Expected all
     tensors to be on the same device`. Module parameters and buffers follow `model.to()`;
     a tensor made inside `forward` does not.
+
+    ## Known problems
+    Only classes whose `nn.Module` ancestry is visible in the file are checked, and a CPU
+    tensor passed to a module class of this file is not reported (it may only use it for
+    shapes).
 
     ## Example
     ```python
