@@ -13,7 +13,6 @@ or its elements may be registered some other way (passed to `nn.ModuleList`,
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -189,14 +188,16 @@ class ContainerAnalysis:
         return found
 
 
-_cache: weakref.WeakKeyDictionary[FileContext, ContainerAnalysis] = weakref.WeakKeyDictionary()
-
-
 def container_analysis(context: FileContext) -> ContainerAnalysis:
-    """The file's shared analysis (one per file, for TL401 and TL402)."""
-    found = _cache.get(context)
+    """The file's shared analysis (one per file, for TL401 and TL402).
+
+    Kept on the context so that it dies with it: a weak-keyed global table would keep every
+    context alive, since the analysis points back to it.
+    """
+    found: ContainerAnalysis | None = getattr(context, "_container_analysis", None)
     if found is None:
-        found = _cache[context] = ContainerAnalysis(context)
+        found = ContainerAnalysis(context)
+        context._container_analysis = found  # type: ignore[attr-defined]
     return found
 
 

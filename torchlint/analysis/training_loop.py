@@ -15,7 +15,6 @@ Optimizers are recognised by what they are assigned from (`torch.optim.*(...)`, 
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -694,12 +693,10 @@ def _sets_grad(node: cst.Assign | cst.Del) -> bool:
     return any(isinstance(t, cst.Attribute) and t.attr.value == "grad" for t in targets)
 
 
-_cache: weakref.WeakKeyDictionary[FileContext, TrainingLoops] = weakref.WeakKeyDictionary()
-
-
 def training_loops(context: FileContext) -> TrainingLoops:
-    """The file's shared training-loop analysis."""
-    found = _cache.get(context)
+    """The file's shared training-loop analysis (kept on the context, which it points to)."""
+    found: TrainingLoops | None = getattr(context, "_training_loops", None)
     if found is None:
-        found = _cache[context] = TrainingLoops(context)
+        found = TrainingLoops(context)
+        context._training_loops = found  # type: ignore[attr-defined]
     return found
