@@ -387,7 +387,6 @@ class TrainingLoops:
         self._scopes: dict[int, Scope] = {}
         self._marked: dict[str, set[int]] = {}
         self._facts: _FileFacts | None = None
-        self._canonical: dict[tuple[int, int], str | None] = {}
 
     def mark(self, what: str) -> None:
         """Note that the scope being walked contains `what` (a call seen by a rule)."""
@@ -559,11 +558,11 @@ class TrainingLoops:
             return None
         call = event.node
         assert isinstance(call, cst.Call)
-        if self.is_scaler(event.receiver, scope):
-            return event.args[0] if event.args else None
-        if call.args:  # `opt.step(closure)`: the closure does backward and zero_grad
-            return None
-        return event.receiver if self.is_optimizer(event.receiver, scope) else None
+        if not call.args:
+            return event.receiver if self.is_optimizer(event.receiver, scope) else None
+        if event.args and self.is_scaler(event.receiver, scope):
+            return event.args[0]  # `scaler.step(optimizer)`
+        return None  # `opt.step(closure)`: the closure does backward and zero_grad
 
     def steps(
         self, events: list[Event], scope: Scope
