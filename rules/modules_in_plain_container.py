@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import libcst as cst
-
-from torchlint.analysis.containers import MODULE, container_analysis
-from torchlint.rule import Rule
+from torchlint.analysis.containers import MODULE, ContainerFinding, PlainContainerRule
 
 
-class ModulesInPlainContainer(Rule):
+class ModulesInPlainContainer(PlainContainerRule):
     """
     ## What it does
     Checks for `nn.Module` subclasses that store submodules in a plain `list`, `tuple`,
@@ -53,28 +50,12 @@ class ModulesInPlainContainer(Rule):
     # Recognising an nn.Module subclass needs `torch.nn` (or `from torch import nn`).
     triggers = ("nn",)
 
-    # Assignments and `self.x.append(...)` calls are recorded as the walk passes them ...
-    def visit_Assign(self, node: cst.Assign) -> None:
-        container_analysis(self.context).note(node)
+    element = MODULE
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        container_analysis(self.context).note(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        container_analysis(self.context).note(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        container_analysis(self.context).note(node)
-
-    # ... and judged once the whole class has been seen.
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        for finding in container_analysis(self.context).findings(node):
-            if finding.element != MODULE:
-                continue
-            wrapper = "ModuleDict" if finding.container == "dict" else "ModuleList"
-            self.report(
-                finding.node,
-                f"{finding.attribute} is a plain {finding.container} of modules: their "
-                "parameters are not registered (optimizer, .to(), state_dict skip them); "
-                f"use nn.{wrapper}(...)",
-            )
+    def message(self, finding: ContainerFinding) -> str:
+        wrapper = "ModuleDict" if finding.container == "dict" else "ModuleList"
+        return (
+            f"{finding.attribute} is a plain {finding.container} of modules: their "
+            "parameters are not registered (optimizer, .to(), state_dict skip them); "
+            f"use nn.{wrapper}(...)"
+        )

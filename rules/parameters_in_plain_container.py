@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import libcst as cst
-
-from torchlint.analysis.containers import PARAMETER, container_analysis
-from torchlint.rule import Rule
+from torchlint.analysis.containers import PARAMETER, ContainerFinding, PlainContainerRule
 
 
-class ParametersInPlainContainer(Rule):
+class ParametersInPlainContainer(PlainContainerRule):
     """
     ## What it does
     Checks for `nn.Module` subclasses that store `nn.Parameter`s in a plain `list`,
@@ -46,28 +43,12 @@ class ParametersInPlainContainer(Rule):
     name = "parameters-in-plain-container"
     triggers = ("Parameter",)
 
-    # Assignments and `self.x.append(...)` calls are recorded as the walk passes them ...
-    def visit_Assign(self, node: cst.Assign) -> None:
-        container_analysis(self.context).note(node)
+    element = PARAMETER
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        container_analysis(self.context).note(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        container_analysis(self.context).note(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        container_analysis(self.context).note(node)
-
-    # ... and judged once the whole class has been seen.
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        for finding in container_analysis(self.context).findings(node):
-            if finding.element != PARAMETER:
-                continue
-            wrapper = "ParameterDict" if finding.container == "dict" else "ParameterList"
-            self.report(
-                finding.node,
-                f"{finding.attribute} is a plain {finding.container} of nn.Parameters: they "
-                "are not registered (optimizer, .to(), state_dict skip them); "
-                f"use nn.{wrapper}(...)",
-            )
+    def message(self, finding: ContainerFinding) -> str:
+        wrapper = "ParameterDict" if finding.container == "dict" else "ParameterList"
+        return (
+            f"{finding.attribute} is a plain {finding.container} of nn.Parameters: they "
+            "are not registered (optimizer, .to(), state_dict skip them); "
+            f"use nn.{wrapper}(...)"
+        )

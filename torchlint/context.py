@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from torchlint.rule import Rule
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_Analysis = TypeVar("_Analysis")
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList"})
 
@@ -52,12 +53,23 @@ class FileContext:
         self._assignments: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._module_classes: dict[str, bool] = {}
         self._class_defs: dict[str, cst.ClassDef] | None = None
+        self._shared: dict[Callable[..., Any], Any] = {}
 
     # -- reporting --------------------------------------------------------------------------
     def add_report(
         self, rule: Rule, node: cst.CSTNode, message: str, fix: FixBuilder | None
     ) -> None:
         self.reports.append(Report(rule, node, message, fix))
+
+    def shared(self, factory: Callable[[FileContext], _Analysis]) -> _Analysis:
+        """The file's one instance of an analysis several rules share, built on first use.
+
+        It lives on the context, so it is freed with it.
+        """
+        found = self._shared.get(factory)
+        if found is None:
+            found = self._shared[factory] = factory(self)
+        return found
 
     # -- names ------------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression | None) -> str | None:

@@ -681,16 +681,8 @@ class ActivationFlow:
 
 
 def activation_flow(context: FileContext) -> ActivationFlow:
-    """The file's shared analysis (built on first use, shared by the rules that need it).
-
-    Kept on the context so that it dies with it: a weak-keyed global table would keep every
-    context alive, since the analysis points back to it.
-    """
-    flow: ActivationFlow | None = getattr(context, "_activation_flow", None)
-    if flow is None:
-        flow = ActivationFlow(context)
-        context._activation_flow = flow  # type: ignore[attr-defined]
-    return flow
+    """The file's shared activation-flow analysis (for TL101 to TL105)."""
+    return context.shared(ActivationFlow)
 
 
 def has_loss_token(source: str, kind: str) -> bool:

@@ -16,11 +16,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 import libcst as cst
 
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
+from torchlint.rule import Rule
 from torchlint.walker import iter_children
 
 MODULE = "module"
@@ -189,16 +191,35 @@ class ContainerAnalysis:
 
 
 def container_analysis(context: FileContext) -> ContainerAnalysis:
-    """The file's shared analysis (one per file, for TL401 and TL402).
+    """The file's shared container analysis (for TL401 and TL402)."""
+    return context.shared(ContainerAnalysis)
 
-    Kept on the context so that it dies with it: a weak-keyed global table would keep every
-    context alive, since the analysis points back to it.
-    """
-    found: ContainerAnalysis | None = getattr(context, "_container_analysis", None)
-    if found is None:
-        found = ContainerAnalysis(context)
-        context._container_analysis = found  # type: ignore[attr-defined]
-    return found
+
+class PlainContainerRule(Rule):
+    """Base of TL401/TL402: note assignments as the walk passes, judge each finished class."""
+
+    #: MODULE or PARAMETER: which kind of element the rule reports.
+    element: ClassVar[str]
+
+    def message(self, finding: ContainerFinding) -> str:
+        raise NotImplementedError
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        container_analysis(self.context).note(node)
+
+    def visit_Call(self, node: cst.Call) -> None:  # `self.x.append(...)` and kin
+        container_analysis(self.context).note(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        for finding in container_analysis(self.context).findings(node):
+            if finding.element == self.element:
+                self.report(finding.node, self.message(finding))
 
 
 def _parameter_names(method: cst.FunctionDef) -> set[str]:

@@ -693,9 +693,5 @@ def _sets_grad(node: cst.Assign | cst.Del) -> bool:
 
 
 def training_loops(context: FileContext) -> TrainingLoops:
-    """The file's shared training-loop analysis (kept on the context, which it points to)."""
-    found: TrainingLoops | None = getattr(context, "_training_loops", None)
-    if found is None:
-        found = TrainingLoops(context)
-        context._training_loops = found  # type: ignore[attr-defined]
-    return found
+    """The file's shared training-loop analysis (for TL501 and TL502)."""
+    return context.shared(TrainingLoops)
