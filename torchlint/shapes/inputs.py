@@ -233,9 +233,12 @@ def torch_forward(module: nn.Module) -> bool:
     return getattr(forward, "__module__", "").startswith("torch.")
 
 
-def module_templates(module: nn.Module) -> tuple[list[Template], torch.dtype] | None:
-    """The input shapes a layer accepts, as templates with free sizes."""
-    if not torch_forward(module):
+def module_templates(
+    module: nn.Module, own_forward: bool = True
+) -> tuple[list[Template], torch.dtype] | None:
+    """The input shapes a layer accepts, as templates with free sizes (with `own_forward`,
+    only for a layer that runs torch's forward unchanged)."""
+    if own_forward and not torch_forward(module):
         return None
     N, L, H, W, D = (Dim.free(n) for n in "NLHWD")
     fixed = Dim.fixed
@@ -429,27 +432,41 @@ def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[Inpu
     # Rebinding takes effect after the statement's own calls; only unconditional statements
     # of the function body count (`if x.dim() == 3: x = x.unsqueeze(0)` may not run).
     top_level = {id(statement) for statement in function.body}
-    pending: list[tuple[tuple[int, int], str, list[tuple[str, list[Any]]] | None]] = []
+    pending: list[tuple[tuple[int, int], str, list[tuple[str, list[Any]]] | None, bool]] = []
     for node in _walk_in_order(function):
         position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
         for item in [p for p in pending if p[0] <= position]:
             pending.remove(item)
-            if item[2] is None:
-                names.pop(item[1], None)
-            else:
+            if item[2] is not None:
                 names[item[1]] = item[2]
+            elif item[3]:
+                names.pop(item[1], None)
         if isinstance(node, ast.For):
             _note_loop(node, loops)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and id(node) in top_level:
             target = node.targets[0]
             if isinstance(target, ast.Name):
                 end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
-                pending.append((end, target.id, _derived(node.value, names)))
+                # A rebinding that reshapes unknowably ends the tracking; other helpers
+                # (`x = self.pad(x)`) are taken to keep the number of dimensions.
+                reshaped = _reshapes(node.value)
+                pending.append((end, target.id, _derived(node.value, names), reshaped))
         if not isinstance(node, ast.Call):
             continue
         target = _self_attribute(node.func)
         if target is None and isinstance(node.func, ast.Name):
             target = loops.get(node.func.id)
+        if target is None and _super_forward(node.func):
+            # A subclass of a built-in layer calling the layer's own forward.
+            found = module_templates(model, own_forward=False)
+            where = _argument_slot(node, names)
+            if found is None or where is None or where[0] not in (0, _first_param(model)):
+                return None
+            return [
+                InputPlan([TensorSpec(shape, found[1])])
+                for shape in (_invert(list(t), where[1]) for t in found[0])
+                if shape is not None
+            ] or None
         if target is None:
             continue
         where = _argument_slot(node, names)
@@ -490,6 +507,20 @@ def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[Inpu
                 plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
         return plans or None
     return None
+
+
+_RESHAPING = frozenset(
+    {"view", "reshape", "flatten", "permute", "transpose", "squeeze", "unsqueeze", "rearrange"}
+)
+
+
+def _reshapes(node: ast.AST) -> bool:
+    """Whether an expression's outer call may change the number of dimensions."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in _RESHAPING
 
 
 def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
@@ -594,6 +625,17 @@ def _walk_in_order(node: ast.AST) -> list[ast.AST]:
 
 def _depth(node: ast.AST) -> int:
     return sum(1 for _ in ast.walk(node))
+
+
+def _super_forward(func: ast.AST) -> bool:
+    """`super().forward`."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "forward"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )
 
 
 def _self_attribute(func: ast.AST) -> str | None:
