@@ -179,20 +179,21 @@ class Project(importlib.abc.MetaPathFinder):
         if _installed_module(module_name, path):
             return importlib.import_module(module_name)
         existing = sys.modules.get(module_name.split(".")[0])
-        if existing is not None and not isinstance(
-            getattr(existing, "__loader__", None), _SliceLoader
-        ):
-            # The name is taken (a file called `queue.py`, say): load it on its own.
-            alias = "_torchlint_user_" + module_name.replace(".", "_")
-            spec = importlib.util.spec_from_file_location(
-                alias, path, loader=_SliceLoader(self, path)
-            )
-            assert spec is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[alias] = module
-            self.execute(module, path)
-            return module
-        return importlib.import_module(module_name)
+        if existing is None or isinstance(getattr(existing, "__loader__", None), _SliceLoader):
+            module = importlib.import_module(module_name)
+            if os.path.abspath(getattr(module, "__file__", "") or "") == path:
+                return module
+        # The name is taken (a file called `queue.py`, or two projects' `model.py`): load
+        # the file on its own, under a name of its own.
+        alias = "_torchlint_user_" + module_name.replace(".", "_") + f"_{abs(hash(path))}"
+        if alias in sys.modules:
+            return sys.modules[alias]
+        spec = importlib.util.spec_from_file_location(alias, path, loader=_SliceLoader(self, path))
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[alias] = module
+        self.execute(module, path)
+        return module
 
     def execute(self, module: types.ModuleType, path: str) -> None:
         self.files.add(path)
