@@ -115,8 +115,18 @@ class TableChecker(FileChecker):
         else:
             try:
                 table.update(
-                    describe(model, prefix, self._runs, found, self.user_files, self.sources)
+                    describe(
+                        model,
+                        prefix,
+                        self._runs,
+                        found,
+                        self.user_files,
+                        self.sources,
+                        deadline=self.deadline,
+                    )
                 )
+            except OutOfTime:
+                table.update(status="skipped", reason="the file's time budget was used up")
             except Exception as exc:  # the check's findings stand; only the table is lost
                 table.update(status="skipped", reason=f"internal error: {_brief(exc)}")
         table["findings"] = [dict(f) for f in found]
@@ -155,8 +165,13 @@ def describe(
     found: list[dict[str, Any]],
     user_files: set[str],
     sources: dict[str, str],
+    deadline: float | None = None,
 ) -> Table:
-    """The table of one model, from the run its check concluded with."""
+    """The table of one model, from the run its check concluded with.
+
+    Past `deadline` (`time.monotonic()`), the run stops and the model gets no table: the
+    file's findings must come back before the worker's hard time limit.
+    """
     chosen = _chosen(runs_, found)
     finding = _main_finding(found)
     if chosen is None:
@@ -171,14 +186,14 @@ def describe(
         if dim.name
     }
     names = Names(world.names, ranks)
-    recorder = Recorder(world, model, prefix, user_files, sources, names)
+    recorder = Recorder(world, model, prefix, user_files, sources, names, deadline)
     output, error = recorder.run()
     note = None
     if error is not None and (finding is None or finding["code"] not in _DEFINITE):
         # Some layers cannot run on symbolic sizes (an LSTM asks for numel()): show the
         # concrete sizes the check used, if that run gets further.
         world_ = World(model, plan, dict(result.hints), symbolic=False)
-        concrete = Recorder(world_, model, prefix, user_files, sources, Names({}, ranks))
+        concrete = Recorder(world_, model, prefix, user_files, sources, Names({}, ranks), deadline)
         output_, error_ = concrete.run()
         if error_ is None or len(concrete.rows) > len(recorder.rows):
             note = f"concrete sizes: the run with symbolic sizes failed ({_brief(error)})"
@@ -238,6 +253,11 @@ def _input(model: nn.Module, plan: InputPlan, world: World, names: Names) -> dic
 # -- recording --------------------------------------------------------------------------------
 
 
+class OutOfTime(BaseException):
+    """The table's run went past the file's time budget (not an Exception: user code that
+    catches everything must not swallow it)."""
+
+
 @dataclass
 class _Memo:
     row: int  #: the first call's row
@@ -265,6 +285,7 @@ class Recorder:
     user_files: set[str]
     sources: dict[str, str]
     names: Names
+    deadline: float | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
     failed: int | None = None
     _stack: list[_Call] = field(default_factory=list)
@@ -307,7 +328,12 @@ class Recorder:
 
         return wrapped
 
+    def _in_time(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise OutOfTime()
+
     def call(self, module: nn.Module, forward: Any, args: tuple, kwargs: dict) -> Any:
+        self._in_time()
         container = isinstance(module, _CONTAINERS)
         parent = self._stack[-1] if self._stack else None
         span, path = self._module_site(parent)
@@ -395,6 +421,7 @@ class Recorder:
     def begin_op(
         self, func: Any, args: tuple, kwargs: dict, span: list[int] | None, path: str
     ) -> int:
+        self._in_time()
         index = len(self.rows)
         parent = self._stack[-1] if self._stack else None
         row: dict[str, Any] = {
