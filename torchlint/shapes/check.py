@@ -20,14 +20,13 @@ from torch import fx, nn
 
 from torchlint.shapes import findings as F
 from torchlint.shapes.build import NeedsArguments, build, constructor_arguments, site_of
+from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
     InputPlan,
     combine,
     declared_plan,
     forward_inputs,
     image_plan,
-    infer_from_graph,
-    infer_from_source,
     tensor_plan,
     trace,
 )

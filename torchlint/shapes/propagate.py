@@ -29,7 +29,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 from torch.overrides import TorchFunctionMode
 
-from torchlint.shapes.inputs import _PASS_MODULES, PASS_OPS, InputPlan, op_name
+from torchlint.shapes.infer import _PASS_MODULES, PASS_OPS
+from torchlint.shapes.inputs import InputPlan, op_name
 
 Shape = tuple[Any, ...]  # ints and sympy expressions
 

@@ -1,0 +1,537 @@
+"""Infer a model's input shape from the first layer that consumes it.
+
+A Conv2d(3, ...) takes [N, 3, H, W], an Embedding takes [N, L] integers, a Linear(784, ...)
+takes [N, 784] or [N, L, 784]. The consumer is found in the fx graph (complete or partial:
+tracing that stops early still records the first layers), else in forward's source, going
+into custom submodules; activations, dropout, pooling and simple reshapes on the way are
+followed and undone.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import operator
+import textwrap
+from typing import Any
+
+import torch
+from torch import fx, nn
+
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
+
+# -- inference from the first consumer -------------------------------------------------------
+
+_PASS_MODULES: tuple[type, ...] = (
+    nn.ReLU,
+    nn.ReLU6,
+    nn.LeakyReLU,
+    nn.PReLU,
+    nn.ELU,
+    nn.SELU,
+    nn.CELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Mish,
+    nn.Sigmoid,
+    nn.Tanh,
+    nn.Hardswish,
+    nn.Hardsigmoid,
+    nn.Hardtanh,
+    nn.Softplus,
+    nn.Softsign,
+    nn.LogSigmoid,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.Dropout3d,
+    nn.AlphaDropout,
+    nn.Identity,
+    nn.Softmax,
+    nn.LogSoftmax,
+)
+#: Functions and methods that keep a tensor's shape (followed when looking for the consumer).
+PASS_OPS = frozenset(
+    {
+        "relu",
+        "relu_",
+        "relu6",
+        "gelu",
+        "silu",
+        "mish",
+        "sigmoid",
+        "tanh",
+        "leaky_relu",
+        "elu",
+        "selu",
+        "hardswish",
+        "dropout",
+        "dropout1d",
+        "dropout2d",
+        "softmax",
+        "log_softmax",
+        "contiguous",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "to",
+        "type",
+        "clone",
+        "detach",
+        "requires_grad_",
+        "abs",
+        "neg",
+        "exp",
+        "sqrt",
+        "mul",
+        "div",
+        "add",
+        "sub",
+        "truediv",
+        "floordiv",
+        "pow",
+    }
+)
+_META_OPS = frozenset({"size", "dim", "numel", "shape", "ndim", "ndimension", "len", "getattr"})
+_POOLS: tuple[type, ...] = (
+    nn.MaxPool1d,
+    nn.MaxPool2d,
+    nn.MaxPool3d,
+    nn.AvgPool1d,
+    nn.AvgPool2d,
+    nn.AvgPool3d,
+    nn.AdaptiveAvgPool1d,
+    nn.AdaptiveAvgPool2d,
+    nn.AdaptiveAvgPool3d,
+    nn.AdaptiveMaxPool1d,
+    nn.AdaptiveMaxPool2d,
+    nn.AdaptiveMaxPool3d,
+    nn.Upsample,
+    nn.ZeroPad2d,
+    nn.ReflectionPad2d,
+    nn.ReplicationPad2d,
+)
+
+Template = list[Dim]
+
+
+def torch_forward(module: nn.Module) -> bool:
+    """Whether the module runs torch's own forward (a subclass may reshape first)."""
+    forward = getattr(type(module), "forward", None)
+    return getattr(forward, "__module__", "").startswith("torch.")
+
+
+def module_templates(
+    module: nn.Module, own_forward: bool = True
+) -> tuple[list[Template], torch.dtype] | None:
+    """The input shapes a layer accepts, as templates with free sizes (with `own_forward`,
+    only for a layer that runs torch's forward unchanged)."""
+    if own_forward and not torch_forward(module):
+        return None
+    N, L, H, W, D = (Dim.free(n) for n in "NLHWD")
+    fixed = Dim.fixed
+    if isinstance(module, (nn.Linear, nn.Bilinear)):
+        features = fixed(
+            module.in_features if isinstance(module, nn.Linear) else module.in1_features
+        )
+        return [[N, features], [N, L, features]], torch.float32
+    if isinstance(module, (nn.Conv1d, nn.ConvTranspose1d)):
+        return [[N, fixed(module.in_channels), Dim.free("T")]], torch.float32
+    if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d)):
+        return [[N, fixed(module.in_channels), H, W]], torch.float32
+    if isinstance(module, (nn.Conv3d, nn.ConvTranspose3d)):
+        return [[N, fixed(module.in_channels), D, H, W]], torch.float32
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+        return [[N, L]], torch.long
+    if isinstance(module, nn.RNNBase):
+        size = fixed(module.input_size)
+        return ([[N, L, size]] if module.batch_first else [[L, N, size]]), torch.float32
+    if isinstance(module, nn.LayerNorm):
+        shape = [fixed(s) for s in module.normalized_shape]
+        # Sequences, vectors, and channels-last feature maps (ConvNeXt-style blocks).
+        return [[N, L, *shape], [N, *shape], [N, H, W, *shape]], torch.float32
+    if isinstance(module, (nn.BatchNorm1d, nn.InstanceNorm1d)):
+        return [[N, fixed(module.num_features)], [N, fixed(module.num_features), L]], torch.float32
+    if isinstance(module, (nn.BatchNorm2d, nn.InstanceNorm2d)):
+        return [[N, fixed(module.num_features), H, W]], torch.float32
+    if isinstance(module, (nn.BatchNorm3d, nn.InstanceNorm3d)):
+        return [[N, fixed(module.num_features), D, H, W]], torch.float32
+    if isinstance(module, nn.GroupNorm):
+        c = fixed(module.num_channels)
+        return [[N, c, H, W], [N, c, L]], torch.float32
+    if isinstance(module, nn.MultiheadAttention):
+        e = fixed(module.embed_dim)
+        return ([[N, L, e]] if module.batch_first else [[L, N, e]]), torch.float32
+    if isinstance(module, (nn.TransformerEncoder, nn.TransformerEncoderLayer)):
+        layer = module.layers[0] if isinstance(module, nn.TransformerEncoder) else module
+        e = fixed(layer.self_attn.embed_dim)
+        return ([[N, L, e]] if layer.self_attn.batch_first else [[L, N, e]]), torch.float32
+    return None
+
+
+def _const_args(node: fx.Node) -> list[Any] | None:
+    values = []
+    for arg in node.args[1:]:
+        if isinstance(arg, fx.Node):
+            return None
+        values.append(arg)
+    return values
+
+
+def _literal_shape(node: fx.Node) -> list[Dim] | None:
+    args = _const_args(node)
+    if args and len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = list(args[0])
+    if not args or not all(isinstance(a, int) and (a > 0 or a == -1) for a in args):
+        return None
+    if args.count(-1) > 1 or (-1 in args and args[0] != -1):
+        return None
+    return [Dim.free("N") if a == -1 else Dim.fixed(a) for a in args]
+
+
+def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template | None:
+    """Undo the reshaping ops between the input and its consumer, last one first."""
+    shape = list(template)
+    for name, args in reversed(steps):
+        rank = len(shape)
+        if name == "unsqueeze" and len(args) == 1 and isinstance(args[0], int):
+            del shape[args[0] % rank]
+        elif name in ("transpose", "swapaxes") and len(args) == 2:
+            a, b = (int(x) % rank for x in args)
+            shape[a], shape[b] = shape[b], shape[a]
+        elif name == "permute":
+            perm = list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            if sorted(int(p) % rank for p in perm) != list(range(rank)):
+                return None
+            restored: list[Dim | None] = [None] * rank
+            for out_pos, in_pos in enumerate(perm):
+                restored[int(in_pos) % rank] = shape[out_pos]
+            shape = [d for d in restored if d is not None]
+        elif name in ("flatten", "view", "reshape"):
+            if rank != 2:
+                return None  # only a flat [N, F] input is certain to survive these
+        else:
+            return None
+    return shape
+
+
+def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[InputPlan] | None:
+    """Candidate shapes for forward input `index`, from its first consuming layer."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if index >= len(placeholders):
+        return None
+    current = placeholders[index]
+    steps: list[tuple[str, list[Any]]] = []
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    for _ in range(32):
+        users = sorted(current.users, key=order.__getitem__)
+        consumer = None
+        for user in users:
+            name = op_name(user.target)
+            if user.op in ("call_method", "call_function") and name in _META_OPS:
+                continue
+            consumer = user
+            break
+        if consumer is None:
+            return None
+        if consumer.op == "call_module":
+            module = root.get_submodule(str(consumer.target))
+            if consumer.args[:1] != (current,):
+                return None
+            found = module_templates(module)
+            if found is not None:
+                templates, dtype = found
+                plans = []
+                for template in templates:
+                    shape = _invert(template, steps)
+                    if shape is not None:
+                        plans.append(InputPlan([TensorSpec(shape, dtype)]))
+                return plans or None
+            if isinstance(module, _PASS_MODULES + _POOLS) and torch_forward(module):
+                current = consumer
+                continue
+            if isinstance(module, nn.Flatten) and module.start_dim == 1:
+                steps.append(("flatten", []))
+                current = consumer
+                continue
+            return None
+        if consumer.op in ("call_function", "call_method"):
+            name = op_name(consumer.target)
+            first = consumer.args[0] if consumer.args else None
+            if name in PASS_OPS or consumer.target in (operator.mul, operator.truediv):
+                if first is not current and not (
+                    name in ("mul", "add", "sub", "truediv", "div")
+                    and current in consumer.args
+                    and not any(isinstance(a, fx.Node) and a is not current for a in consumer.args)
+                ):
+                    return None
+                current = consumer
+                continue
+            if first is current and name in ("view", "reshape") and not steps:
+                shape = _literal_shape(consumer)
+                if shape is not None:
+                    # `x = x.view(-1, 3, 32, 32)` first: that is the input's shape.
+                    return [InputPlan([TensorSpec(shape, torch.float32)])]
+            if first is current and name in (
+                "unsqueeze",
+                "transpose",
+                "swapaxes",
+                "permute",
+                "flatten",
+                "view",
+                "reshape",
+            ):
+                args = _const_args(consumer)
+                if args is None and name not in ("view", "reshape"):
+                    return None
+                steps.append((name, args or []))
+                current = consumer
+                continue
+            pools = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate")
+            if name in pools and first is current:
+                current = consumer
+                continue
+        return None
+    return None
+
+
+# -- inference from the source, when the trace stops before the first layer -------------------
+
+
+def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[InputPlan] | None:
+    """Find the first `self.layer(x)` call on the input in forward's source (fallback).
+
+    Used when tracing stops before the first layer. Custom submodules are followed into
+    their own forward (through positional or keyword arguments), a few levels deep.
+    """
+    try:
+        source = textwrap.dedent(inspect.getsource(type(model).forward))
+        function = ast.parse(source).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return None
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in function.args.posonlyargs + function.args.args][1:]
+    if index >= len(params):
+        return None
+    # Variables holding the input, with the reshaping steps applied to it on the way.
+    names: dict[str, list[tuple[str, list[Any]]]] = {params[index]: []}
+    loops: dict[str, str] = {}  # `for layer in self.layers:` -> layer is "layers.0"
+    # Rebinding takes effect after the statement's own calls; only unconditional statements
+    # of the function body count (`if x.dim() == 3: x = x.unsqueeze(0)` may not run).
+    top_level = {id(statement) for statement in function.body}
+    pending: list[tuple[tuple[int, int], str, list[tuple[str, list[Any]]] | None, bool]] = []
+    for node in _walk_in_order(function):
+        position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        for item in [p for p in pending if p[0] <= position]:
+            pending.remove(item)
+            if item[2] is not None:
+                names[item[1]] = item[2]
+            elif item[3]:
+                names.pop(item[1], None)
+        if isinstance(node, ast.For):
+            _note_loop(node, loops)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and id(node) in top_level:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+                # A rebinding that reshapes unknowably ends the tracking; other helpers
+                # (`x = self.pad(x)`) are taken to keep the number of dimensions.
+                reshaped = _reshapes(node.value)
+                pending.append((end, target.id, _derived(node.value, names), reshaped))
+        if not isinstance(node, ast.Call):
+            continue
+        target = _self_attribute(node.func)
+        if target is None and isinstance(node.func, ast.Name):
+            target = loops.get(node.func.id)
+        if target is None and _super_forward(node.func):
+            # A subclass of a built-in layer calling the layer's own forward.
+            found = module_templates(model, own_forward=False)
+            where = _argument_slot(node, names)
+            if found is None or where is None or where[0] not in (0, _first_param(model)):
+                return None
+            return [
+                InputPlan([TensorSpec(shape, found[1])])
+                for shape in (_invert(list(t), where[1]) for t in found[0])
+                if shape is not None
+            ] or None
+        if target is None:
+            continue
+        where = _argument_slot(node, names)
+        if where is None:
+            continue
+        slot, steps = where
+        try:
+            module = model.get_submodule(target)
+        except AttributeError:
+            continue
+        while isinstance(module, nn.Sequential) and len(module):
+            module = module[0]
+        found = module_templates(module)
+        if found is not None:
+            if slot not in (0, _first_param(module)):
+                return None
+            templates, dtype = found
+            plans = []
+            for template in templates:
+                shape = _invert(list(template), steps)
+                if shape is not None:
+                    plans.append(InputPlan([TensorSpec(shape, dtype)]))
+            return plans or None
+        if isinstance(module, _PASS_MODULES) and torch_forward(module):
+            continue
+        if torch_forward(module) or depth >= 4:
+            return None
+        position = slot if isinstance(slot, int) else _param_index(module, slot)
+        if position is None:
+            return None
+        inner = infer_from_source(module, position, depth + 1)
+        if not inner or not steps:
+            return inner
+        plans = []
+        for plan in inner:
+            shape = _invert(plan.specs[0].dims, steps)
+            if shape is not None:
+                plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
+        return plans or None
+    return None
+
+
+_RESHAPING = frozenset(
+    {"view", "reshape", "flatten", "permute", "transpose", "squeeze", "unsqueeze", "rearrange"}
+)
+
+
+def _reshapes(node: ast.AST) -> bool:
+    """Whether an expression's outer call may change the number of dimensions."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in _RESHAPING
+
+
+def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
+    iterable, target = node.iter, node.target
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "enumerate"
+        and iterable.args
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+    ):
+        iterable, target = iterable.args[0], target.elts[1]
+    container = _self_attribute(iterable)
+    if container is not None and isinstance(target, ast.Name):
+        loops[target.id] = f"{container}.0"
+
+
+def _derived(
+    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]]
+) -> list[tuple[str, list[Any]]] | None:
+    """The steps from an input variable to this expression, if it only reshapes simply."""
+    if isinstance(node, ast.Name):
+        return list(names[node.id]) if node.id in names else None
+    if isinstance(node, ast.Subscript):
+        base = _derived(node.value, names)
+        if base is None:
+            return None
+        index = node.slice
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        steps = list(base)
+        for position, part in enumerate(parts):
+            if isinstance(part, ast.Constant) and part.value is None:
+                steps.append(("unsqueeze", [position]))
+            elif not isinstance(part, ast.Slice):
+                return None
+        return steps
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        base = _derived(node.func.value, names)
+        if base is None:
+            return None
+        method = node.func.attr
+        if method in PASS_OPS or method in ("long", "int", "bool"):
+            return base
+        if method in ("unsqueeze", "transpose", "permute") and not node.keywords:
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if len(args) == len(node.args) and all(isinstance(a, int) for a in args):
+                return [*base, (method, args)]
+    return None
+
+
+def _argument_slot(
+    call: ast.Call, names: dict[str, list[tuple[str, list[Any]]]]
+) -> tuple[int | str, list[tuple[str, list[Any]]]] | None:
+    """Which argument of a call carries the input (position or keyword), and its steps."""
+    for position, arg in enumerate(call.args):
+        steps = _derived(arg, names)
+        if steps is not None:
+            return position, steps
+    for keyword in call.keywords:
+        steps = _derived(keyword.value, names) if keyword.arg else None
+        if steps is not None and keyword.arg:
+            return keyword.arg, steps
+    return None
+
+
+def _forward_params(module: nn.Module) -> list[str]:
+    try:
+        signature = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def _first_param(module: nn.Module) -> str | None:
+    params = _forward_params(module)
+    return params[0] if params else None
+
+
+def _param_index(module: nn.Module, keyword: str) -> int | None:
+    params = _forward_params(module)
+    return params.index(keyword) if keyword in params else None
+
+
+def _walk_in_order(node: ast.AST) -> list[ast.AST]:
+    out: list[ast.AST] = []
+
+    def visit(n: ast.AST) -> None:
+        out.append(n)
+        for child in ast.iter_child_nodes(n):
+            visit(child)
+
+    visit(node)
+    return sorted(
+        out, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0), -_depth(n))
+    )
+
+
+def _depth(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
+
+
+def _super_forward(func: ast.AST) -> bool:
+    """`super().forward`."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "forward"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )
+
+
+def _self_attribute(func: ast.AST) -> str | None:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name) and func.id == "self" and parts:
+        return ".".join(reversed(parts))
+    return None
