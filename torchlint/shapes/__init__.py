@@ -47,14 +47,17 @@ def check_files(
     from torchlint.shapes import discover, evidence
 
     infos = discover.scan(files)
+    if not infos:
+        return {}
+    facts = evidence.collect(infos, files, declared)
     if only is not None:
+        # After collecting evidence: a class of the same name elsewhere keeps its own.
         for info in infos:
             info.classes = {n: c for n, c in info.classes.items() if (info.path, n) in only}
             info.module_level = [n for n in info.module_level if (info.path, n) in only]
         infos = [i for i in infos if i.classes or i.module_level]
-    if not infos:
-        return {}
-    facts = evidence.collect(infos, files, declared)
+        if not infos:
+            return {}
     display = {os.path.abspath(path): path for path, _ in files}
     jobs = []
     for info in infos:

@@ -18,6 +18,7 @@ JSON for `torchlint.shapes.render` and the language server.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import sys
 import time
@@ -795,11 +796,16 @@ def layer_text(module: nn.Module) -> str:
 
 
 def _constraints(world: World, names: Names) -> list[str]:
-    """Equalities the run relied on, in the input's sizes: `H = W = 28, or any H, W with ...`."""
+    """Equalities the run relied on, in the input's sizes: `H = W = 28, or any H, W with ...`.
+
+    Conditions on one size are combined per size and described by the sizes they allow
+    (`H, W divisible by 4`, `L = 196`); conditions on several sizes keep their equation.
+    """
     if world.env is None or not world.names:
         return []
     symbols = set(world.names)
     hints = {s: world.hints[n] for s, n in world.names.items()}
+    single: dict[sympy.Symbol, list[Any]] = {}
     out: list[str] = []
     seen: set[Any] = set()
     for guard in world.env.guards:
@@ -810,10 +816,59 @@ def _constraints(world: World, names: Names) -> list[str]:
         if not free or not free <= symbols:
             continue
         seen.add(expr)
+        if len(free) == 1:
+            single.setdefault(next(iter(free)), []).append(expr)
+            continue
         text = _constraint_text(expr, free, world.names, hints, names)
         if text not in out:
             out.append(text)
-    return out[:4]
+    by_text: dict[str, list[str]] = {}
+    for symbol, conditions in single.items():
+        text = _allowed(symbol, conditions, world.names, hints)
+        if text is None:
+            for condition in conditions:
+                equation = names.equation(condition.lhs, condition.rhs)
+                if equation not in out:
+                    out.insert(0, equation)
+        else:
+            by_text.setdefault(text, []).append(names.letter(symbol))
+    merged = []
+    for text, letters in by_text.items():
+        letters.sort(key=lambda n: "NCDHWLT".find(n))
+        if text.startswith("= ") and len(letters) > 1:
+            merged.append(" = ".join(letters) + " " + text)
+        else:
+            merged.append(", ".join(letters) + " " + text)
+    return (merged + out)[:4]
+
+
+def _allowed(
+    symbol: sympy.Symbol,
+    conditions: list[Any],
+    engine_names: dict[sympy.Symbol, str],
+    hints: dict[sympy.Symbol, int],
+) -> str | None:
+    """`= 28 or 29`, `divisible by 4`: the sizes one symbol may take, or None if unclear."""
+    low = MIN_SPATIAL if engine_names.get(symbol, "")[:1] in "HWDT" else 1
+    values = torch.arange(low, 4097, dtype=torch.int64)
+    try:
+        ok = Problem(conditions, engine_names, hints)._eval({symbol: values})
+    except (Unsupported, RuntimeError, TypeError, ValueError):
+        return None
+    ok = ok.expand_as(values) if ok.dim() == 0 else ok
+    found = values[ok].tolist()
+    if not found:
+        return None
+    if few_sizes(found):
+        return f"= {_values(found)}"
+    step = math.gcd(*found)
+    if (
+        step > 1
+        and found == list(range(found[0], 4097, step))
+        and found[0] == step * (-(-low // step))
+    ):
+        return f"divisible by {step}"
+    return None
 
 
 def _constraint_text(
