@@ -9,8 +9,6 @@ a name bound more than once, by a loop, `with ... as`, unpacking, an import, a p
 
 from __future__ import annotations
 
-import weakref
-
 import libcst as cst
 
 from torchlint.context import FileContext, iter_scope_nodes
@@ -18,8 +16,7 @@ from torchlint.names import dotted_name
 
 # Per scope node: name -> (number of bindings, value of the plain assignment if it is one).
 _Bindings = dict[str, tuple[int, cst.BaseExpression | None]]
-# Keyed by file, then by id() of the scope node (LibCST nodes take no weak references).
-_cache: weakref.WeakKeyDictionary[FileContext, dict[int, _Bindings]] = weakref.WeakKeyDictionary()
+# Per scope (by id: LibCST nodes take no weak references): name -> bindings.
 
 
 def binding_value(
@@ -88,8 +85,12 @@ def _lookup(
     return None
 
 
+def _new_cache(context: FileContext) -> dict[int, _Bindings]:
+    return {}
+
+
 def _bindings(context: FileContext, scope: cst.CSTNode) -> _Bindings:
-    per_file = _cache.setdefault(context, {})
+    per_file = context.shared(_new_cache)
     cached = per_file.get(id(scope))
     if cached is not None:
         return cached
