@@ -40,3 +40,25 @@ def test_dataloader_without_training_loop_is_fine() -> None:
         "    print(model(batch))\n"
     )
     assert lint_source(source, "eval.py", {"TL704"}) == []
+
+
+def test_torch_load_default_is_safe_from_2_6() -> None:
+    source = "import torch\nstate = torch.load('model.pt')\n"
+    assert len(lint_source(source, "train.py", {"TL304"})) == 1
+    assert len(lint_source(source, "train.py", {"TL304"}, torch_version="2.5")) == 1
+    assert lint_source(source, "train.py", {"TL304"}, torch_version="2.6") == []
+
+
+def test_map_location_uses_the_device_parameter() -> None:
+    source = (
+        "import torch\n"
+        "def load(path, device):\n"
+        "    return torch.load(path, weights_only=True)\n"
+        "if torch.cuda.is_available():\n"
+        "    pass\n"
+    )
+    [finding] = lint_source(source, "infer.py", {"TL303"})
+    assert finding.fix is not None
+    assert finding.fix.edits[0].content == (
+        "torch.load(path, weights_only=True, map_location=device)"
+    )
