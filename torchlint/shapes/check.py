@@ -17,6 +17,7 @@ from typing import Any
 
 import sympy
 from torch import fx, nn
+from torch.utils._sympy import functions as tf
 
 from torchlint.shapes import findings as F
 from torchlint.shapes.build import NeedsArguments, build, constructor_arguments, site_of
@@ -117,6 +118,10 @@ class FileChecker:
                 continue  # an abstract base without forward
             declared = spec.get("declared") or {}
             ctor = declared.get("ctor") or spec.get("ctor")
+            if ctor is None and spec.get("sub_block") and not declared.get("shapes"):
+                # A building block of another model: its defaults may be a configuration
+                # nobody uses; it is checked inside the models that build it.
+                continue
             try:
                 args, kwargs, _ = constructor_arguments(cls, ctor)
             except NeedsArguments as exc:
@@ -207,15 +212,15 @@ class FileChecker:
             )
             self._skip(path, line, label, reason)
             return
-        analysis_graph: list[tuple[fx.Graph, nn.Module]] = []
+        analysis_graph: list[tuple[fx.Graph, nn.Module] | None] = []
 
         def graph_for_analysis() -> tuple[fx.Graph, nn.Module] | None:
             """The graph with stack traces, and the wrapper it was traced from."""
             if not complete:
                 return None
             if not analysis_graph:
-                traced, _, traced_entry = trace(model, count, stack_traces=True)
-                analysis_graph.append((traced, traced_entry))
+                traced, finished, traced_entry = trace(model, count, stack_traces=True)
+                analysis_graph.append((traced, traced_entry) if finished else None)
             return analysis_graph[0]
 
         def ctx_for(plan: InputPlan, result: PlanResult) -> F.Context:
@@ -484,8 +489,12 @@ def _failing_guard(failure: Failure, world: World, flipped: set[Any]) -> Any:
         constants = {int(a) for a in getattr(guard, "args", ()) if isinstance(a, sympy.Integer)}
         if constants & sizes:
             return guard
-        if isinstance(guard, (sympy.Eq, sympy.Ne)) and constants & {0, 1}:
-            continue
+        if (
+            isinstance(guard, (sympy.Eq, sympy.Ne))
+            and constants & {0, 1}
+            and not any(isinstance(a, (tf.Mod, tf.PythonMod)) for a in guard.args)
+        ):
+            continue  # size 0 or 1 special cases; divisibility (`Mod(...) != 0`) does count
         if fallback is None:
             fallback = guard
     return fallback

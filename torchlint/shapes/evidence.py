@@ -36,8 +36,14 @@ Evidence = dict[str, Any]
 _DECLARED = re.compile(
     r"#\s*torchlint:\s*input-shapes?\s*=\s*(?P<shape>[\[(][^#]*?[\])])\s*(?:,\s*dtype\s*=\s*(?P<dtype>\w+))?\s*(?:#|$)"
 )
-_DOC_SIZE = re.compile(r"\b(\d{1,4})\s*[x\u00d7]\s*(\d{1,4})\b")
-_DOC_WORDS = re.compile(r"\b(input|inputs|image|images|pixels?|resolution|px)\b", re.IGNORECASE)
+# "28x28 grayscale images", "input size 224x224", "images of 32x32" (not "16x16 words").
+_DOC_SIZE = re.compile(
+    r"(?:\b(?:input|image|picture)s?(?:\s+(?:size|resolution|shape))?\s*(?:of|is|:|=)?\s*"
+    r"(?P<a1>\d{1,4})\s*[x\u00d7]\s*(?P<a2>\d{1,4})\b)"
+    r"|(?:\b(?P<b1>\d{1,4})\s*[x\u00d7]\s*(?P<b2>\d{1,4})\s+(?:\w+\s+)?"
+    r"(?:input|inputs|image|images|pictures|pixels|px)\b)",
+    re.IGNORECASE,
+)
 
 #: (channels, height, width) of torchvision datasets, by class name.
 DATASETS: dict[str, tuple[int, int | None, int | None]] = {
@@ -74,6 +80,7 @@ def collect(
             "declared": None,
             "evidence": [],
             "instantiated": False,
+            "sub_block": False,
         }
         for info in infos
         for name in info.classes
@@ -191,6 +198,16 @@ def _scan_file(
                 key, evidence = summary
                 evidence["where"] = f"{path}:{node.lineno}"
                 result[key]["evidence"].append(evidence)
+    # Classes named inside another module class's body are its building blocks: they are
+    # checked as part of it, with the arguments it gives them.
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or node.name not in owners:
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Name) and inner.id != node.name:
+                used = _resolve(inner.id, abspath, owners)
+                if used is not None:
+                    result[(used.abspath, inner.id)]["sub_block"] = True
     image = _image_evidence(tree, aliases, path)
     if image is not None:
         for key in used_here:
@@ -426,8 +443,9 @@ def _docstring_size(node: ast.ClassDef, path: str) -> Evidence | None:
         return None
     for line in doc.splitlines():
         match = _DOC_SIZE.search(line)
-        if match and _DOC_WORDS.search(line):
-            h, w = int(match.group(1)), int(match.group(2))
+        if match:
+            h = int(match.group("a1") or match.group("b1"))
+            w = int(match.group("a2") or match.group("b2"))
             if h >= 8 and w >= 8:
                 return {
                     "kind": "image",

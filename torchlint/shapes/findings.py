@@ -88,7 +88,7 @@ _SHAPE_WORDS = re.compile(
     r"shape|size|dimension|\bdims?\b|channels|mat1|mat2|must match|expected input|"
     r"normalized_shape|running_mean|invalid for input|reduction dim|cannot be multiplied|"
     r"out of range|broadcast|number of dimensions|\dd input|\d-d|kernel size|too small|"
-    r"divisible|features|elements",
+    r"divisible|features|elements|match|height|width|resolution",
     re.IGNORECASE,
 )
 _NOT_SHAPE = re.compile(
@@ -183,6 +183,8 @@ def classify(failure: Failure, user_files: set[str]) -> str | None:
     if not raised_by_torch(exc, user_files):
         return None
     module = failure.module
+    if failure.op in ("assert", "assert_async", "check"):
+        return None  # the model's own assertion (torch._assert), not an op's size check
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)) and _DTYPE.search(text):
         return "TL605"
     if _NOT_SHAPE.search(text) or _DTYPE.search(text) or not _SHAPE_WORDS.search(text):

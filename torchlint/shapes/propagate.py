@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 import re
 import sys
 import types
@@ -306,6 +307,8 @@ class _Interpreter(fx.Interpreter):
         self.extra_traceback = False
         self.world = world
         self.user_files = user_files
+        #: Node -> the range of guards it recorded.
+        self.marks: dict[fx.Node, tuple[int, int]] = {}
 
     def run_node(self, n: fx.Node) -> Any:
         mark = self.world.guard_count()
@@ -316,6 +319,7 @@ class _Interpreter(fx.Interpreter):
         except Exception as exc:
             raise _NodeFailed(n, exc, mark) from exc
         end = self.world.guard_count()
+        self.marks[n] = (mark, end)
         if end > mark:
             step = Step(frame=_frame_from_stack_trace(n.stack_trace or "", self.user_files))
             if n.op == "call_module":
@@ -353,7 +357,13 @@ def _fx_failure(
     user_files: set[str],
 ) -> Failure:
     node = failed.node
-    failure = Failure(failed.exc, guards=world.guards_since(failed.mark))
+    guards = world.guards_since(failed.mark)
+    for arg in node.args:
+        # An assertion node fails on a comparison computed (and guarded) by the node before.
+        if isinstance(arg, fx.Node) and arg.target in _COMPARISONS and arg in interpreter.marks:
+            start, end = interpreter.marks[arg]
+            guards = world.guards_since(start)[: end - start] + guards
+    failure = Failure(failed.exc, guards=guards)
     if node.op == "call_module":
         failure.module = module.get_submodule(str(node.target))
         failure.module_name = _strip_entry(str(node.target))
@@ -395,6 +405,9 @@ def _fx_failure(
 
 
 _RESHAPES = frozenset({"view", "reshape"})
+_COMPARISONS = frozenset(
+    {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge, operator.and_}
+)
 
 
 def _sizes(values: list[Any]) -> list[Any] | None:

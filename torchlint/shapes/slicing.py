@@ -15,7 +15,7 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
-from torchlint.shapes.astutil import import_aliases, qualify
+from torchlint.shapes.astutil import dotted, import_aliases, qualify
 
 _SAFE_BUILTINS = frozenset(
     {
@@ -118,6 +118,27 @@ _SAFE_EXACT = frozenset(
     }
 )
 _DATA_BASES = frozenset({"NamedTuple", "Enum", "IntEnum", "TypedDict", "BaseModel"})
+#: Methods that only read or copy the value they are called on (`MAP.items()`).
+_SAFE_METHODS = frozenset(
+    {
+        "items",
+        "keys",
+        "values",
+        "get",
+        "copy",
+        "lower",
+        "upper",
+        "strip",
+        "split",
+        "join",
+        "format",
+        "replace",
+        "startswith",
+        "endswith",
+        "index",
+        "count",
+    }
+)
 
 
 @dataclass
@@ -160,6 +181,10 @@ class _Checker:
     def call_ok(self, func: ast.AST) -> bool:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Constant):
             return True  # "a,b".split(",")
+        if isinstance(func, ast.Attribute) and func.attr in _SAFE_METHODS:
+            receiver = dotted(func.value)
+            if receiver is None or receiver.split(".")[0] not in self.aliases:
+                return True  # a method of a local value; the value is checked by expr_ok
         if isinstance(func, ast.Name) and func.id in self.factories:
             return True
         if isinstance(func, ast.Name) and (
