@@ -198,13 +198,20 @@ def _scan_file(
                 key, evidence = summary
                 evidence["where"] = f"{path}:{node.lineno}"
                 result[key]["evidence"].append(evidence)
-    # Classes named inside another module class's body are its building blocks: they are
-    # checked as part of it, with the arguments it gives them.
+    # Classes another module class builds with arguments (or hands on to be built) are its
+    # building blocks: they are checked as part of it, with the arguments it gives them.
     for node in tree.body:
         if not isinstance(node, ast.ClassDef) or node.name not in owners:
             continue
+        bare_calls = {
+            id(inner.func)
+            for inner in ast.walk(node)
+            if isinstance(inner, ast.Call) and not inner.args and not inner.keywords
+        }
         for inner in ast.walk(node):
-            if isinstance(inner, ast.Name) and inner.id != node.name:
+            if not isinstance(inner, ast.Name) or id(inner) in bare_calls:
+                continue
+            if inner.id != node.name:
                 used = _resolve(inner.id, abspath, owners)
                 if used is not None:
                     result[(used.abspath, inner.id)]["sub_block"] = True
