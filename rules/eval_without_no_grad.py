@@ -9,6 +9,7 @@ import libcst as cst
 from torchlint.analysis.loop_phases import (
     ScopeFlags,
     ScopeIndex,
+    assigned_values,
     decorator_grad_mode,
     fed_to_backward,
     functions_called_without_grad,
@@ -25,6 +26,7 @@ from torchlint.analysis.loop_phases import (
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.walker import iter_descendants
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _EVAL_WORDS = frozenset(
@@ -38,6 +40,40 @@ _EVAL_FUNCTION_WORDS = frozenset(
 _FRAMEWORK_NO_GRAD = re.compile(
     r"^(validation|test|predict)_(step|epoch_end)$|^on_(validation|test)"
 )
+
+
+_DATA_WORDS = frozenset(
+    {
+        "loader",
+        "dataloader",
+        "dl",
+        "data",
+        "dataset",
+        "batch",
+        "batches",
+        "samples",
+        "examples",
+        "inputs",
+        "images",
+        "test",
+        "val",
+        "valid",
+        "validation",
+        "eval",
+        "dev",
+        "iterator",
+    }
+)
+_GRADIENT_WORDS = frozenset({"grad", "requires_grad", "requires_grad_", "enable_grad", "backward"})
+
+
+def _data_like(expr: cst.BaseExpression) -> bool:
+    """The loop walks over data: `loader`, `enumerate(tqdm(test_dl))`, `range(num_batches)`."""
+    return any(
+        w in _DATA_WORDS or _is_loader_word(w)
+        for name in names_in(expr)
+        for w in _words(name.rsplit(".", 1)[-1])
+    )
 
 
 def _is_unit_test(name: str) -> bool:
@@ -214,7 +250,11 @@ class EvalWithoutNoGrad(Rule):
                 continue
             if any(order < index.order(loop) for order in switches):
                 continue  # torch.set_grad_enabled(False) earlier in the function
-            evaluated = self._evaluated_models(index, loop, modes)
+            # after `model.eval()`, only loops over data count (not LSUV-style init loops,
+            # attack parameter sweeps, ...)
+            evaluated = (
+                self._evaluated_models(index, loop, modes) if _data_like(loop.iter) else set()
+            )
             by_loader = _eval_loader(loop.iter) or (eval_function and _any_loader(loop.iter))
             forward = self._first_model_call(index, loop, evaluated, by_loader)
             if forward is None or id(forward) in reported:
@@ -252,18 +292,47 @@ class EvalWithoutNoGrad(Rule):
     def _first_model_call(
         self, index: ScopeIndex, loop: cst.For, evaluated: set[str], by_loader: bool
     ) -> cst.Call | None:
+        """The first forward of an evaluated model on this iteration's data, or None (also
+        when any forward in the loop is already under no_grad)."""
+        bound = names_in(loop.target)
         first = None
-        for call in index.calls:
-            if not index.in_body(loop, call):
+        for node in index.nodes[index.order(loop) :]:
+            if not index.contains(loop, node):
+                break
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
+                targets = (
+                    [t.target for t in node.targets]
+                    if isinstance(node, cst.Assign)
+                    else [node.target]
+                )
+                for target in targets:
+                    bound |= names_in(target)
+            if not isinstance(node, cst.Call) or not index.in_body(loop, node):
                 continue
-            model = model_called(call)
+            model = model_called(node)
             if model is None or model == "self":
                 continue
             if model in evaluated or (by_loader and is_model_name(model)):
-                if index.grad_mode(call) is not None:
+                if index.grad_mode(node) is not None:
                     return None  # no_grad inside the loop
-                first = first or call
+                if first is None and any(names_in(arg.value) & bound for arg in node.args):
+                    if self._model_needs_grad(index, model):
+                        return None
+                    first = node
         return first
+
+    def _model_needs_grad(self, index: ScopeIndex, model: str) -> bool:
+        """The model is a same-file class whose code computes gradients itself."""
+        for value in assigned_values(self.context, model, index.scope, index.classdef):
+            if not isinstance(value, cst.Call):
+                continue
+            classdef = self.context.class_defs().get(dotted_name(value.func) or "")
+            if classdef is not None and any(
+                isinstance(node, cst.Name) and node.value in _GRADIENT_WORDS
+                for node in iter_descendants(classdef)
+            ):
+                return True
+        return False
 
     def _outputs_trained_later(self, index: ScopeIndex, loop: cst.For) -> bool:
         """Whether what the loop computes feeds a backward pass after it (rollouts whose

@@ -11,6 +11,7 @@ from torchlint.analysis.loop_phases import (
     ScopeIndex,
     directly_backwarded,
     fed_to_backward,
+    is_autograd_backward,
     is_backward_call,
     is_loss_call,
     method_class,
@@ -136,7 +137,10 @@ class LossAccumulatedWithGraph(Rule):
         accumulations = [a for a in map(_accumulation, index.nodes) if a is not None]
         if not accumulations:
             return
-        fed = fed_to_backward(index, backwards)
+        # `torch.autograd.grad(sum(losses), params)` consumes the graphs too
+        fed = fed_to_backward(
+            index, [c for c in index.calls if is_autograd_backward(self.context, c)]
+        )
         bindings = _Bindings(index)
         for acc in accumulations:
             loop = index.loop_of(acc.node)

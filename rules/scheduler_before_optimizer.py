@@ -105,6 +105,8 @@ class SchedulerBeforeOptimizer(Rule):
             scheduler = scheduler_step(self.context, call, scope, index.classdef)
             if scheduler is None or self._sets_epoch(index, call, scheduler):
                 continue
+            if self._warning_silenced(index, call):
+                continue  # stepped first on purpose, PyTorch's warning deliberately muted
             loop = index.loop_of(call)
             if loop is None or self._optimizer_before(index, loop, call):
                 continue
@@ -116,6 +118,16 @@ class SchedulerBeforeOptimizer(Rule):
                     "the first learning-rate value is skipped (PyTorch warns about it); "
                     "step the scheduler after the optimizer",
                 )
+
+    def _warning_silenced(self, index: ScopeIndex, call: cst.Call) -> bool:
+        for child, parent in index.chain(call):
+            if isinstance(parent, cst.With) and child is parent.body:
+                for item in parent.items:
+                    value = item.item
+                    func = value.func if isinstance(value, cst.Call) else value
+                    if (dotted_name(func) or "").endswith("catch_warnings"):
+                        return True
+        return False
 
     def _steps_optimizer(self, index: ScopeIndex, call: cst.Call) -> bool:
         return optimizer_step(

@@ -85,8 +85,9 @@ def grad_mode_of(context: FileContext, call: cst.BaseExpression) -> str | None:
                 return "off"
         return "maybe"
     if qualified is None or not qualified.startswith("torch"):
+        # look-alikes and project wrappers: `smart_inference_mode()`, `maybe_no_grad(...)`
         name = dotted_name(func)
-        if name is not None and name.rsplit(".", 1)[-1] in _GRAD_NAMES:
+        if name is not None and any(word in name.rsplit(".", 1)[-1] for word in _GRAD_NAMES):
             return "maybe"
     return None
 
@@ -244,7 +245,11 @@ def assigned_values(
     values = list(context.assignments(scope).get(name, ()))
     if name.startswith("self."):
         if classdef is not None:
-            values.extend(context.self_attributes(classdef).get(name, ()))
+            per_class = file_cache(context).setdefault("self_attributes", {})
+            attributes = per_class.get(id(classdef))
+            if attributes is None:
+                attributes = per_class[id(classdef)] = context.self_attributes(classdef)
+            values.extend(attributes.get(name, ()))
     elif scope is not context.module:
         values.extend(context.assignments(context.module).get(name, ()))
     return values
@@ -591,14 +596,19 @@ def callee_steps_optimizer(
     function = local_callee(context, call, classdef)
     if function is None:
         return False
-    index = scope_index(
-        context, function, classdef if "." in (dotted_name(call.func) or "") else None
-    )
-    return any(
-        optimizer_step(context, inner, function, index.classdef) is not None
-        or callee_steps_optimizer(context, inner, index.classdef, depth - 1)
-        for inner in index.calls
-    )
+    memo = file_cache(context).setdefault("steps_optimizer", {})
+    key = (id(function), depth)
+    if key not in memo:
+        memo[key] = False  # recursion guard
+        index = scope_index(
+            context, function, classdef if "." in (dotted_name(call.func) or "") else None
+        )
+        memo[key] = any(
+            optimizer_step(context, inner, function, index.classdef) is not None
+            or callee_steps_optimizer(context, inner, index.classdef, depth - 1)
+            for inner in index.calls
+        )
+    return bool(memo[key])
 
 
 def callee_does_backward(
@@ -610,31 +620,43 @@ def callee_does_backward(
     function = local_callee(context, call, classdef)
     if function is None:
         return False
-    index = scope_index(
-        context, function, classdef if "." in (dotted_name(call.func) or "") else None
-    )
-    return any(
-        is_backward_call(inner) or callee_does_backward(context, inner, index.classdef, depth - 1)
-        for inner in index.calls
-    )
+    memo = file_cache(context).setdefault("does_backward", {})
+    key = (id(function), depth)
+    if key not in memo:
+        memo[key] = False  # recursion guard
+        index = scope_index(
+            context, function, classdef if "." in (dotted_name(call.func) or "") else None
+        )
+        memo[key] = any(
+            is_backward_call(inner)
+            or callee_does_backward(context, inner, index.classdef, depth - 1)
+            for inner in index.calls
+        )
+    return bool(memo[key])
 
 
 def module_functions(context: FileContext) -> dict[str, cst.FunctionDef]:
     """Functions defined at module level (first definition wins), by name."""
-    found: dict[str, cst.FunctionDef] = {}
-    for stmt in context.module.body:
-        if isinstance(stmt, cst.FunctionDef):
-            found.setdefault(stmt.name.value, stmt)
+    cache = file_cache(context)
+    found: dict[str, cst.FunctionDef] | None = cache.get("module_functions")
+    if found is None:
+        found = cache["module_functions"] = {}
+        for stmt in context.module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                found.setdefault(stmt.name.value, stmt)
     return found
 
 
-def class_methods(classdef: cst.ClassDef) -> dict[str, cst.FunctionDef]:
-    found: dict[str, cst.FunctionDef] = {}
-    body = classdef.body
-    if isinstance(body, cst.IndentedBlock):
-        for stmt in body.body:
-            if isinstance(stmt, cst.FunctionDef):
-                found.setdefault(stmt.name.value, stmt)
+def class_methods(context: FileContext, classdef: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    per_class = file_cache(context).setdefault("methods", {})
+    found: dict[str, cst.FunctionDef] | None = per_class.get(id(classdef))
+    if found is None:
+        found = per_class[id(classdef)] = {}
+        body = classdef.body
+        if isinstance(body, cst.IndentedBlock):
+            for stmt in body.body:
+                if isinstance(stmt, cst.FunctionDef):
+                    found.setdefault(stmt.name.value, stmt)
     return found
 
 
@@ -648,7 +670,7 @@ def local_callee(
     if "." not in name:
         return module_functions(context).get(name)
     if classdef is not None and name.startswith("self.") and name.count(".") == 1:
-        return class_methods(classdef).get(name[5:])
+        return class_methods(context, classdef).get(name[5:])
     return None
 
 
