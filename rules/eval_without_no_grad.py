@@ -9,6 +9,7 @@ import libcst as cst
 from torchlint.analysis.loop_phases import (
     ScopeFlags,
     ScopeIndex,
+    all_classes,
     assigned_values,
     decorator_grad_mode,
     fed_to_backward,
@@ -22,6 +23,7 @@ from torchlint.analysis.loop_phases import (
     names_in,
     optimizer_step,
     scope_index,
+    unwrap_module_chain,
 )
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
@@ -324,9 +326,10 @@ class EvalWithoutNoGrad(Rule):
     def _model_needs_grad(self, index: ScopeIndex, model: str) -> bool:
         """The model is a same-file class whose code computes gradients itself."""
         for value in assigned_values(self.context, model, index.scope, index.classdef):
+            value = unwrap_module_chain(value)
             if not isinstance(value, cst.Call):
                 continue
-            classdef = self.context.class_defs().get(dotted_name(value.func) or "")
+            classdef = all_classes(self.context).get(dotted_name(value.func) or "")
             if classdef is not None and any(
                 isinstance(node, cst.Name) and node.value in _GRADIENT_WORDS
                 for node in iter_descendants(classdef)

@@ -200,7 +200,7 @@ def role(
             continue
         qualified = context.qualified_name(value.func)
         if qualified is None:
-            local = context.class_defs().get(dotted_name(value.func) or "")
+            local = all_classes(context).get(dotted_name(value.func) or "")
             if local is not None:
                 if _derives_from_scheduler(context, local, set()):
                     return "scheduler"
@@ -315,6 +315,22 @@ def is_loss_call(context: FileContext, call: cst.Call) -> bool:
     return ("loss" in last or "criterion" in last) and not any(
         word in last for word in ("meter", "value", "item", "avg", "log", "record", "scale")
     )
+
+
+_SAME_MODULE_METHODS = frozenset(
+    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "eval", "train", "requires_grad_"}
+)
+
+
+def unwrap_module_chain(value: cst.BaseExpression) -> cst.BaseExpression:
+    """`Net(...)` for `Net(...).to(device).eval()`: methods that return the module itself."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _SAME_MODULE_METHODS
+    ):
+        value = value.func.value
+    return value
 
 
 def is_model_name(name: str) -> bool:
@@ -633,6 +649,18 @@ def callee_does_backward(
             for inner in index.calls
         )
     return bool(memo[key])
+
+
+def all_classes(context: FileContext) -> dict[str, cst.ClassDef]:
+    """Every class in the file, nested ones included (first definition wins), by name."""
+    cache = file_cache(context)
+    found: dict[str, cst.ClassDef] | None = cache.get("all_classes")
+    if found is None:
+        found = cache["all_classes"] = {}
+        for node in iter_descendants(context.module):
+            if isinstance(node, cst.ClassDef):
+                found.setdefault(node.name.value, node)
+    return found
 
 
 def module_functions(context: FileContext) -> dict[str, cst.FunctionDef]:
