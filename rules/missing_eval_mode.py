@@ -138,10 +138,10 @@ class MissingEvalMode(Rule):
             if index.grad_mode(call) != "off":
                 continue
             loops = index.loops_around(call)
-            if any(_runs_backward(index, loop) for loop in loops):
-                continue  # a no_grad side computation inside a training loop
-            if any(_switches_mode(index, loop, model) for loop in loops):
-                continue  # the mode changes from one iteration to the next
+            if loops and _runs_backward(index, loops[0]):
+                continue  # a no_grad side computation in a training step (teacher, metrics)
+            if any(_mode_carried_over(index, loop, model, call) for loop in loops):
+                continue  # the mode comes from the end of the previous iteration
             start = None
             if isinstance(index.scope, cst.FunctionDef) and _is_parameter(index.scope, model):
                 start = self._state_from_callers(index.scope, model)
@@ -170,7 +170,8 @@ class MissingEvalMode(Rule):
                 return None
             site_index = scope_index(self.context, scope, classdef)
             if any(
-                _switches_mode(site_index, loop, argument) for loop in site_index.loops_around(call)
+                _mode_carried_over(site_index, loop, argument, call)
+                for loop in site_index.loops_around(call)
             ):
                 return None
             state = ModeTracker(self.context, site_index).state_at(
@@ -240,15 +241,25 @@ class MissingEvalMode(Rule):
 
 
 def _runs_backward(index: ScopeIndex, loop: cst.For | cst.While) -> bool:
-    return any(is_backward_call(call) and index.in_body(loop, call) for call in index.calls)
+    """A backward pass in this very loop's iterations (not only in a loop nested in it)."""
+    return any(is_backward_call(call) and index.loop_of(call) is loop for call in index.calls)
 
 
-def _switches_mode(index: ScopeIndex, loop: cst.For | cst.While, model: str) -> bool:
-    for call in index.calls:
-        found = mode_call(call)
-        if found is not None and found[0] == model and index.in_body(loop, call):
-            return True
-    return False
+def _mode_carried_over(
+    index: ScopeIndex, loop: cst.For | cst.While, model: str, call: cst.Call
+) -> bool:
+    """`model`'s mode at `call` depends on the previous iteration: the loop switches it only
+    after `call`, so source order does not tell the mode of the second iteration."""
+    position = index.order(call)
+    before = after = False
+    for other in index.calls:
+        found = mode_call(other)
+        if found is not None and found[0] == model and index.in_body(loop, other):
+            if index.order(other) < position:
+                before = True
+            else:
+                after = True
+    return after and not before
 
 
 def _trains_directly(index: ScopeIndex, calls: list[cst.Call], model: str) -> bool:
