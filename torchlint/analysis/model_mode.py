@@ -385,6 +385,7 @@ def summary(
     index = scope_index(context, function, classdef)
     mode: str | None = None
     trains = False
+    switched: set[str] = set()
     for call in index.calls:
         if is_backward_call(call):
             trains = True
@@ -393,7 +394,10 @@ def summary(
         if found is not None:
             receiver, new_mode = found
             if receiver == model or receiver == f"{model}.module":
-                mode = new_mode
+                switched.add(new_mode)
+                # `if phase == "train": model.train() else: model.eval()`: depends on the call
+                conditional = len(switched) > 1 and _conditional(index, call)
+                mode = UNKNOWN if conditional else new_mode
             continue
         passed = _parameter_for(call, model)
         inner = local_callee(context, call, index.classdef)
@@ -421,6 +425,14 @@ def summary(
         mode = sub.mode or mode
         trains = trains or sub.trains
     return FunctionSummary(mode, trains)
+
+
+def _conditional(index: ScopeIndex, node: cst.CSTNode) -> bool:
+    """Whether `node` runs only on some paths through the function (branch or loop)."""
+    return any(
+        isinstance(parent, (cst.If, cst.Else, cst.ExceptHandler, cst.For, cst.While, cst.IfExp))
+        for _, parent in index.chain(node)
+    )
 
 
 def _parameter_for(call: cst.Call, model: str) -> int | str | None:
