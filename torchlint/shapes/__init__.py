@@ -72,6 +72,7 @@ def check_files(
                 "module": info.module,
                 "classes": classes,
                 "module_level": info.module_level,
+                "module_level_spec": facts.get((info.abspath, evidence.MODULE_LEVEL)),
                 **({"table": True} if tables is not None else {}),
             }
         )

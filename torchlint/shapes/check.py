@@ -141,7 +141,8 @@ class FileChecker:
             if isinstance(value, nn.Module):
                 site = site_of(value)
                 line = site.line if site is not None else 1
-                self.check_model(value, name, (path, line), {"evidence": []}, {}, prefix=name)
+                spec = job.get("module_level_spec") or {"evidence": []}
+                self.check_model(value, name, (path, line), spec, {}, prefix=name)
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
             if cls not in self.covered:

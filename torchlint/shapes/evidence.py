@@ -32,6 +32,8 @@ from torchlint.shapes.astutil import (
 from torchlint.shapes.discover import FileInfo
 
 Evidence = dict[str, Any]
+#: The key, in place of a class name, for the evidence of a file's module-level models.
+MODULE_LEVEL = "<module>"
 
 _DECLARED = re.compile(
     r"#\s*torchlint:\s*input-shapes?\s*=\s*(?P<shape>[\[(][^#]*?[\])])\s*(?:,\s*dtype\s*=\s*(?P<dtype>\w+))?\s*(?:#|$)"
@@ -85,7 +87,11 @@ def collect(
         for info in infos
         for name in info.classes
     }
-    if not owners:
+    for info in infos:
+        if info.module_level:
+            # Module-level models (`model = nn.Sequential(...)`) take the file's evidence.
+            result[(info.abspath, MODULE_LEVEL)] = {"evidence": []}
+    if not owners and not any(info.module_level for info in infos):
         return result
     by_path = {info.abspath: info for info in infos}
     names = "|".join(map(re.escape, sorted(owners)))
@@ -93,9 +99,11 @@ def collect(
     # Call sites in the defining file come first.
     ordered = sorted(files, key=lambda item: (os.path.abspath(item[0]) not in by_path, item[0]))
     for path, source in ordered:
-        if not path.endswith(".py") or not pattern.search(source):
-            continue
         abspath = os.path.abspath(path)
+        if not path.endswith(".py"):
+            continue
+        if not pattern.search(source) and (abspath, MODULE_LEVEL) not in result:
+            continue
         info = by_path.get(abspath)
         tree = info.tree if info is not None else parse(source, path)
         if tree is None:
@@ -138,6 +146,8 @@ def _scan_file(
     used_here: set[tuple[str, str]] = set()
     if abspath in by_path:
         used_here.update((abspath, n) for n in by_path[abspath].classes)
+        if by_path[abspath].module_level:
+            used_here.add((abspath, MODULE_LEVEL))
     for scope in _scopes(tree):
         instances: dict[str, tuple[str, str]] = {}
         tensors: dict[str, Evidence] = {}
