@@ -262,13 +262,43 @@ def _mode_carried_over(
     return after and not before
 
 
+#: Methods of a model that do not run it.
+_NOT_FORWARD = frozenset(
+    {
+        "eval",
+        "train",
+        "parameters",
+        "named_parameters",
+        "state_dict",
+        "load_state_dict",
+        "zero_grad",
+        "to",
+        "cuda",
+        "cpu",
+        "modules",
+        "children",
+        "apply",
+        "requires_grad_",
+    }
+)
+
+
 def _trains_directly(index: ScopeIndex, calls: list[cst.Call], model: str) -> bool:
-    """A backward pass and a forward of `model` in the same (innermost) loop."""
+    """A backward pass and a forward of `model` (`model(x)`, `model.forward(x)` or another
+    method such as `model.neg_log_likelihood(x, y)`) in the same (innermost) loop."""
     loops_with_backward = {id(index.loop_of(call)) for call in calls if is_backward_call(call)}
-    return any(
-        model_called(call) == model and id(index.loop_of(call)) in loops_with_backward
-        for call in calls
-    )
+    for call in calls:
+        if id(index.loop_of(call)) not in loops_with_backward:
+            continue
+        name = dotted_name(call.func)
+        if name == model or (
+            name is not None
+            and name.startswith(f"{model}.")
+            and name.count(".") == model.count(".") + 1
+            and name.rsplit(".", 1)[-1] not in _NOT_FORWARD
+        ):
+            return True
+    return False
 
 
 def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
