@@ -66,6 +66,11 @@ class HardCodedCuda(Rule):
     CPU-only container) with "Torch not compiled with CUDA enabled" or "No CUDA GPUs are
     available", and it cannot be pointed at another GPU or backend without editing the code.
 
+    ## Known problems
+    GPU-only library code that shows it neither by its path nor by its imports (a CUDA
+    kernel binding benchmarking itself with `device="cuda"`) is reported; select the rule only
+    for code meant to be portable.
+
     ## Example
     ```python
     model = Net().cuda()
