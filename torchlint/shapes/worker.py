@@ -76,6 +76,20 @@ def _quiet() -> None:
     torch.set_num_threads(1)
 
 
+def _cpu_only() -> None:
+    """Models are checked as on a CPU-only machine, whatever this machine has.
+
+    `torch.device("cuda" if torch.cuda.is_available() else "cpu")` then picks the CPU, and
+    a stray `.cuda()` keeps the fake tensor where it is instead of failing the check.
+    """
+    torch.cuda.is_available = lambda: False  # type: ignore[assignment]
+    torch.Tensor.cuda = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
+    torch.nn.Module.cuda = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None:
+        mps.is_available = lambda: False
+
+
 def _no_network() -> None:
     """A constructor that downloads weights fails at once instead of hanging the check."""
     import socket
@@ -268,6 +282,7 @@ def main() -> None:
     if request.get("warm", True):  # a single file gains nothing from warming up first
         warm()
     _no_network()
+    _cpu_only()
     project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))
     project.files.update(request["texts"])
     project.install()
