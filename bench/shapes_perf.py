@@ -134,6 +134,13 @@ def main() -> None:
         f"per file: median {statistics.median(seconds):.3f} s, "
         f"max {seconds[-1]:.3f} s, mean {statistics.mean(seconds):.3f} s"
     )
+    plain = sorted(r["seconds"] for r in results.values() if not r.get("findings"))
+    sized = sorted(r["seconds"] for r in results.values() if r.get("findings"))
+    if plain and sized:
+        print(
+            f"  files whose models pass at the first guess: median {statistics.median(plain):.3f} s"
+            f"; files with a TL606 size analysis: median {statistics.median(sized):.3f} s"
+        )
     print(
         f"total wall {total:.2f} s; worker CPU (user+sys, with children) "
         f"{usage.ru_utime + usage.ru_stime:.2f} s; peak RSS {usage.ru_maxrss / 1024:.0f} MB"
