@@ -66,10 +66,55 @@ def safety_script(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     return script, marker
 
 
+DECLARED_SOURCE = """
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, in_dim, hidden):
+        super().__init__()
+        self.fc = nn.Linear(in_dim, hidden)
+        self.norm = nn.LayerNorm(in_dim)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+
+
+class Pooled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.fc = nn.Linear(8 * 15 * 15, 2)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(nn.functional.max_pool2d(self.conv(x), 2), 1))
+"""
+#: `[tool.torchlint.shapes]`: constructor arguments and an input shape per class.
+DECLARED = {
+    "declared_model:Encoder": {"args": {"in_dim": 16, "hidden": 32}},
+    "declared_model:Pooled": {"input-shape": [4, 3, 64, 64]},
+}
+
+
 @pytest.fixture(scope="module")
-def single_results(safety_script: tuple[Path, Path]) -> dict[str, list]:
-    """All single-file fixtures (and the safety script) in one run: one worker start."""
-    return check_files(_files([*SINGLE, safety_script[0]]))
+def declared_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("declared") / "declared_model.py"
+    path.write_text(DECLARED_SOURCE)
+    return path
+
+
+@pytest.fixture(scope="module")
+def single_results(safety_script: tuple[Path, Path], declared_model: Path) -> dict[str, list]:
+    """All single-file fixtures (and the safety and declared scripts) in one run: one
+    worker start for most of this file."""
+    return check_files(_files([*SINGLE, safety_script[0], declared_model]), declared=DECLARED)
+
+
+def test_declared_configuration(declared_model: Path, single_results: dict[str, list]) -> None:
+    found = {(d.line, d.code): d.message for d in single_results[str(declared_model)]}
+    assert set(found) == {(10, "TL604"), (20, "TL601")}, found
+    assert "for the input [4, 3, 64, 64] declared in [tool.torchlint.shapes]" in found[20, "TL601"]
 
 
 @pytest.mark.parametrize("path", SINGLE, ids=lambda p: p.stem)
@@ -177,40 +222,3 @@ def test_package_import_does_not_import_torch() -> None:
 
 def test_files_without_modules_start_no_worker() -> None:
     assert check_files([("plain.py", "import torch\nx = torch.zeros(3)\n")]) == {}
-
-
-def test_declared_configuration(tmp_path: Path) -> None:
-    """`[tool.torchlint.shapes]`: constructor arguments and an input shape per class."""
-    source = """
-import torch
-import torch.nn as nn
-
-
-class Encoder(nn.Module):
-    def __init__(self, in_dim, hidden):
-        super().__init__()
-        self.fc = nn.Linear(in_dim, hidden)
-        self.norm = nn.LayerNorm(in_dim)
-
-    def forward(self, x):
-        return self.norm(self.fc(x))
-
-
-class Pooled(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3)
-        self.fc = nn.Linear(8 * 15 * 15, 2)
-
-    def forward(self, x):
-        return self.fc(torch.flatten(nn.functional.max_pool2d(self.conv(x), 2), 1))
-"""
-    path = tmp_path / "declared_model.py"
-    declared = {
-        "declared_model:Encoder": {"args": {"in_dim": 16, "hidden": 32}},
-        "declared_model:Pooled": {"input-shape": [4, 3, 64, 64]},
-    }
-    results = check_files([(str(path), source)], declared=declared)
-    found = {(d.line, d.code): d.message for d in results[str(path)]}
-    assert set(found) == {(10, "TL604"), (20, "TL601")}, found
-    assert "for the input [4, 3, 64, 64] declared in [tool.torchlint.shapes]" in found[20, "TL601"]
