@@ -112,12 +112,19 @@ class SchedulerBeforeOptimizer(Rule):
                 continue
             later = index.runs_after(call)
             if any(self._steps_optimizer(index, c) for c in index.calls_within(later)):
-                self.report(
-                    call,
-                    f"{scheduler}.step() runs before optimizer.step() in the same iteration: "
-                    "the first learning-rate value is skipped (PyTorch warns about it); "
-                    "step the scheduler after the optimizer",
-                )
+                if call.args:  # ReduceLROnPlateau-style `step(metric)`
+                    message = (
+                        f"{scheduler}.step(...) runs before optimizer.step() in the same "
+                        "iteration: it judges the metric before this iteration's training; "
+                        "step the scheduler after the optimizer (after validation)"
+                    )
+                else:
+                    message = (
+                        f"{scheduler}.step() runs before optimizer.step() in the same "
+                        "iteration: the first learning-rate value is skipped (PyTorch warns "
+                        "about it); step the scheduler after the optimizer"
+                    )
+                self.report(call, message)
 
     def _warning_silenced(self, index: ScopeIndex, call: cst.Call) -> bool:
         for child, parent in index.chain(call):
