@@ -150,10 +150,14 @@ class EvalWithoutNoGrad(Rule):
 
     A loop counts as evaluation when it iterates a validation or test loader (`val_loader`,
     `test_loader`, `valid_dl`, `eval_dataloader`, `loaders["val"]`), iterates a loader in
-    a function named `evaluate`/`validate`/`test`, or runs after `model.eval()` in the same
-    function. Functions called from a `no_grad` block elsewhere in the file, framework hooks
-    that are already run without grad (`validation_step`), and loops that compute
-    gradients on purpose (`torch.autograd.grad`, `requires_grad_()`) are not reported.
+    a function named `evaluate`/`validate`/`test`, or iterates data (a loader, batches)
+    after `model.eval()` in the same function; the model must be run on the iteration's
+    data. Not reported: functions called from a `no_grad` block elsewhere in the file or
+    decorated with a project's own `no_grad`/`inference_mode` wrapper, framework hooks that
+    already run without grad (`validation_step`), frozen models (`requires_grad = False`),
+    loops that compute gradients on purpose (`torch.autograd.grad`, `requires_grad_()`, a
+    same-file model whose forward differentiates), and loops whose outputs feed a backward
+    pass after the loop (policy rollouts).
 
     ## Why is this bad?
     Every forward pass under autograd saves its activations for a backward pass that never
@@ -163,7 +167,8 @@ class EvalWithoutNoGrad(Rule):
 
     ## Known problems
     A function called with `no_grad` from another module is reported; add the decorator
-    to the function itself, which also documents the intent.
+    to the function itself, which also documents the intent. Forwards written as other
+    methods (`model.predict(x)`, `model.generate(x)`) are not recognised.
 
     ## Example
     ```python

@@ -58,6 +58,10 @@ class LossAccumulatedWithGraph(Rule):
     with every step until the epoch ends or the GPU runs out of memory. The logged value is
     the same as with `loss.item()`.
 
+    ## Known problems
+    A loss returned by a helper (`loss = train_step(batch)`) is only recognised when the
+    loop calls `.backward()` on it or the helper's name says it computes a loss.
+
     ## Example
     ```python
     total_loss = 0.0

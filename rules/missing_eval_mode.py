@@ -47,7 +47,12 @@ class MissingEvalMode(Rule):
     The first check only reports models whose class is known: an `nn.Module` of the same
     file whose layers include `nn.Dropout*`, `nn.BatchNorm*`, `nn.SyncBatchNorm`,
     `nn.Transformer*Layer` (directly, through same-file submodules or base classes), an
-    `nn.Sequential` of such layers, or a torchvision CNN.
+    `nn.Sequential` of such layers, or a torchvision CNN. It follows the model through
+    `.to()`/`torch.compile`/`DataParallel` and through same-file helpers it is passed to;
+    a model passed to an unknown function, a helper that sets the mode depending on its
+    arguments, an explicit `model.train()` with no training after it (Monte-Carlo dropout),
+    no-grad side computations inside a training step (a teacher's forward) and unit tests
+    are not reported.
 
     ## Why is this bad?
     `torch.no_grad()` only stops gradient recording; it does not change the mode. In
@@ -57,6 +62,10 @@ class MissingEvalMode(Rule):
     on the batch they are in, and the running statistics drift. The reverse, training after
     `model.eval()`, disables dropout and freezes batch-norm statistics for the rest of
     training without any error.
+
+    ## Known problems
+    Models held in attributes (`self.model`) are only checked by the second check: the
+    first needs to know every caller.
 
     ## Example
     ```python

@@ -31,10 +31,14 @@ class SchedulerBeforeOptimizer(Rule):
     in the iteration.
 
     Schedulers are recognised by how they are built (`torch.optim.lr_scheduler.*`, any
-    import form, `transformers`' `get_*_schedule_with_warmup`) or by a name containing
-    `sched`. Stepping the scheduler in the epoch loop after the batch loop is correct and
-    not reported, nor are steps with an explicit epoch argument, which set the value
-    directly.
+    import form, a same-file `LRScheduler` subclass, `transformers`' `get_*_schedule*`) or
+    by a name containing `sched` (unless built by another library, such as timm's
+    epoch-based schedulers or diffusion noise schedulers, or by a same-file class that is
+    not an LR scheduler). `ReduceLROnPlateau.step(val_loss)` at the top of an epoch loop
+    is reported too. Stepping the scheduler in the epoch loop after the batch loop is
+    correct and not reported, nor are conditional steps (`if epoch > 0:`), steps with an
+    explicit epoch argument, which set the value directly, and steps inside a
+    `warnings.catch_warnings()` block, where the order is deliberate.
 
     ## Why is this bad?
     Since PyTorch 1.1, `scheduler.step()` must come after `optimizer.step()`. Stepping the
