@@ -33,9 +33,11 @@ _KEEPING_METHODS = frozenset({"cpu", "cuda", "to", "float", "double", "half", "m
 @dataclass
 class _Accumulation:
     node: cst.CSTNode  # what is reported
-    accumulator: str
+    accumulator: str  # the name holding the total (`stats` for `stats["loss"]`)
+    text: str  # the total as written
     loss: cst.Name  # the accumulated loss, as written
     augmented: bool
+    chained: bool = False  # `loss.cpu()`: methods follow the name
 
 
 class LossAccumulatedWithGraph(Rule):
@@ -138,7 +140,9 @@ class LossAccumulatedWithGraph(Rule):
         backwards = [call for call in index.calls if is_backward_call(call)]
         if not backwards:
             return
-        accumulations = [a for a in map(_accumulation, index.nodes) if a is not None]
+        accumulations = [
+            a for node in index.nodes if (a := _accumulation(self.context, node)) is not None
+        ]
         if not accumulations:
             return
         # `torch.autograd.grad(sum(losses), params)` consumes the graphs too
@@ -169,20 +173,23 @@ class LossAccumulatedWithGraph(Rule):
         if not acc.augmented:
             self.report(
                 acc.node,
-                f"{loss} still carries its autograd graph: keeping it in {acc.accumulator} "
+                f"{loss} still carries its autograd graph: keeping it in {acc.text} "
                 f"keeps every iteration's graph alive (memory grows each step); store "
                 f"{loss}.item() or {loss}.detach()",
             )
             return
         method = (
             "item"
-            if _is_number(index, acc.accumulator) and bindings.is_scalar(loss, loop_backwards)
+            if not acc.chained
+            and acc.text == acc.accumulator
+            and _is_number(index, acc.accumulator)
+            and bindings.is_scalar(loss, loop_backwards)
             else "detach"
         )
         replacement = f"{loss}.{method}()"
         self.report(
             acc.node,
-            f"{loss} still carries its autograd graph: adding it to {acc.accumulator} "
+            f"{loss} still carries its autograd graph: adding it to {acc.text} "
             f"keeps every iteration's graph alive (memory grows each step); add "
             f"{replacement}",
             fix=FixBuilder(
@@ -193,24 +200,30 @@ class LossAccumulatedWithGraph(Rule):
         )
 
 
-def _accumulation(node: cst.CSTNode) -> _Accumulation | None:
-    """`A += loss` (or `A += loss * n`), `A = A + loss`, or `A.append(loss)`."""
+def _accumulation(context: FileContext, node: cst.CSTNode) -> _Accumulation | None:
+    """`A += loss` (or `A += loss * n`, `A["loss"] += loss.cpu()`), `A = A + loss`, or
+    `A.append(loss)`."""
     if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
-        target = dotted_name(node.target)
-        loss = _accumulated_name(node.value)
-        if target is not None and loss is not None:
-            return _Accumulation(node, target, loss, augmented=True)
+        target = _accumulator(node.target)
+        found = _accumulated_name(node.value)
+        if target is not None and found is not None:
+            loss, chained = found
+            return _Accumulation(
+                node, target, context.code(node.target), loss, augmented=True, chained=chained
+            )
     elif isinstance(node, cst.Assign) and len(node.targets) == 1:
-        target = dotted_name(node.targets[0].target)
+        target = _accumulator(node.targets[0].target)
         value = node.value
         if (
             target is not None
             and isinstance(value, cst.BinaryOperation)
             and isinstance(value.operator, cst.Add)
-            and dotted_name(value.left) == target
+            and _accumulator(value.left) == target
+            and context.code(value.left) == context.code(node.targets[0].target)
             and isinstance(value.right, cst.Name)
         ):
-            return _Accumulation(node, target, value.right, augmented=False)
+            text = context.code(node.targets[0].target)
+            return _Accumulation(node, target, text, value.right, augmented=False)
     elif (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Attribute)
@@ -218,29 +231,46 @@ def _accumulation(node: cst.CSTNode) -> _Accumulation | None:
         and len(node.args) == 1
         and node.args[0].keyword is None
         and not node.args[0].star
-        and isinstance(node.args[0].value, cst.Name)
     ):
-        target = dotted_name(node.func.value)
-        if target is not None:
-            return _Accumulation(node, target, node.args[0].value, augmented=False)
+        target = _accumulator(node.func.value)
+        found = _accumulated_name(node.args[0].value, scaled=False)
+        if target is not None and found is not None:
+            text = context.code(node.func.value)
+            return _Accumulation(node, target, text, found[0], augmented=False)
     return None
 
 
-def _accumulated_name(value: cst.BaseExpression) -> cst.Name | None:
-    """`loss` in `loss`, `loss * batch_size`, `inputs.size(0) * loss`, `loss / n`."""
-    if isinstance(value, cst.Name):
-        return value
-    if isinstance(value, cst.BinaryOperation) and isinstance(
-        value.operator, (cst.Multiply, cst.Divide)
+def _accumulator(target: cst.BaseExpression) -> str | None:
+    """The name a total lives in: `total`, `self.total`, `stats` for `stats["loss"]`."""
+    if isinstance(target, cst.Subscript):
+        return dotted_name(target.value)
+    return dotted_name(target)
+
+
+def _accumulated_name(
+    value: cst.BaseExpression, *, scaled: bool = True
+) -> tuple[cst.Name, bool] | None:
+    """(`loss`, chained) for `loss`, `loss.cpu()`, `loss * batch_size`,
+    `inputs.size(0) * loss`, `loss / n`; `chained` when methods follow the name."""
+    if (
+        scaled
+        and isinstance(value, cst.BinaryOperation)
+        and isinstance(value.operator, (cst.Multiply, cst.Divide))
     ):
-        if isinstance(value.left, cst.Name) and _is_count(value.right):
-            return value.left
-        if (
-            isinstance(value.operator, cst.Multiply)
-            and isinstance(value.right, cst.Name)
-            and _is_count(value.left)
-        ):
-            return value.right
+        if _is_count(value.right):
+            return _accumulated_name(value.left, scaled=False)
+        if isinstance(value.operator, cst.Multiply) and _is_count(value.left):
+            return _accumulated_name(value.right, scaled=False)
+        return None
+    chained = False
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _KEEPING_METHODS
+    ):
+        value, chained = value.func.value, True
+    if isinstance(value, cst.Name):
+        return value, chained
     return None
 
 
