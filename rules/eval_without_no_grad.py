@@ -200,16 +200,18 @@ class EvalWithoutNoGrad(Rule):
         self._flags.push()
 
     def leave_Module(self, node: cst.Module) -> None:
-        if "for" in self._flags.pop():
+        if self._worth_checking(self._flags.pop(), eval_function=False):
             self._check(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._flags.push()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if "for" not in self._flags.pop():
-            return
+        flags = self._flags.pop()
         name = node.name.value
+        eval_function = bool(set(_words(name)) & _EVAL_FUNCTION_WORDS)
+        if not self._worth_checking(flags, eval_function=eval_function):
+            return
         if decorator_grad_mode(self.context, node) is not None or _FRAMEWORK_NO_GRAD.match(name):
             return
         if _is_unit_test(name):
@@ -217,7 +219,26 @@ class EvalWithoutNoGrad(Rule):
         self._check(node)
 
     def visit_For(self, node: cst.For) -> None:
-        self._flags.mark("for")
+        if _eval_loader(node.iter):
+            self._flags.mark("eval_loader")
+        if _data_like(node.iter):
+            self._flags.mark("data_loop")
+        if _any_loader(node.iter):
+            self._flags.mark("loader_loop")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("eval", "train"):
+            self._flags.mark("mode")
+
+    @staticmethod
+    def _worth_checking(flags: set[str], *, eval_function: bool) -> bool:
+        """Cheap signals seen while walking the scope: an evaluation loader, a loop over data
+        after a mode switch, or a loader loop in an evaluation function."""
+        return (
+            "eval_loader" in flags
+            or ("mode" in flags and "data_loop" in flags)
+            or (eval_function and "loader_loop" in flags)
+        )
 
     def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))

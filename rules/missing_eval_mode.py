@@ -9,6 +9,7 @@ import libcst as cst
 from torchlint.analysis.loop_phases import (
     ScopeFlags,
     ScopeIndex,
+    class_methods,
     decorator_grad_mode,
     grad_mode_of,
     is_backward_call,
@@ -26,6 +27,7 @@ from torchlint.analysis.model_mode import (
     call_sites,
     call_summary,
     evaluated_in_method,
+    mode_layer_classes,
 )
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
@@ -122,18 +124,47 @@ class MissingEvalMode(Rule):
         self._flags.mark("loop")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("eval", "train"):
-            self._flags.mark("mode")
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in ("eval", "train"):
+                self._flags.mark("mode")
+            elif isinstance(func.value, cst.Name) and func.value.value == "self":
+                classdef = self.context.enclosing_class()
+                if classdef is not None and func.attr.value in class_methods(
+                    self.context, classdef
+                ):
+                    self._flags.mark("local_call")
+        elif isinstance(func, cst.Name) and func.value in module_functions(self.context):
+            self._flags.mark("local_call")
 
     def _check(self, scope: cst.Module | cst.FunctionDef, flags: set[str]) -> None:
-        if "no_grad" in flags and not (
-            isinstance(scope, cst.FunctionDef) and re.match(r"^test(_|[A-Z])", scope.name.value)
-        ):  # unit tests run models under no_grad to check other things
+        if (
+            "no_grad" in flags
+            and self._may_know_models()
+            # unit tests run models under no_grad to check other things
+            and not (
+                isinstance(scope, cst.FunctionDef) and re.match(r"^test(_|[A-Z])", scope.name.value)
+            )
+        ):
             index = scope_index(self.context, scope, method_class(self.context, scope))
             self._evaluated_in_train_mode(index)
-        if "loop" in flags:
+        # training in the same file needs a backward pass somewhere in it
+        if (
+            "loop" in flags
+            and ("mode" in flags or "local_call" in flags)
+            and "backward" in self.context.source
+        ):
             index = scope_index(self.context, scope, method_class(self.context, scope))
             self._trained_in_eval_mode(index)
+
+    def _may_know_models(self) -> bool:
+        """Whether any model class with dropout/batch norm can be recognised in this file."""
+        source = self.context.source
+        return (
+            "torchvision" in source
+            or "Sequential" in source
+            or bool(mode_layer_classes(self.context))
+        )
 
     # -- evaluation in training mode ------------------------------------------------------
 
