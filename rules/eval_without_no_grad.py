@@ -191,6 +191,8 @@ class EvalWithoutNoGrad(Rule):
     code = "TL503"
     name = "eval-without-no-grad"
     triggers = ("val", "Val", "VAL", "test", "Test", "TEST", "dev_")
+    default_enabled = True
+    fix_availability = None
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

@@ -94,6 +94,7 @@ class LossAccumulatedWithGraph(Rule):
     code = "TL202"
     name = "loss-accumulated-with-graph"
     triggers = ("backward",)
+    default_enabled = True
     fix_availability = "safe"
 
     def __init__(self, context: FileContext) -> None:

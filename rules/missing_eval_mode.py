@@ -93,7 +93,9 @@ class MissingEvalMode(Rule):
 
     code = "TL504"
     name = "missing-eval-mode"
-    triggers = ("eval", "no_grad", "inference_mode", "set_grad_enabled")
+    triggers = ("eval", "no_grad", "inference_mode", "set_grad_enabled", "train(False", "mode=False")
+    default_enabled = True
+    fix_availability = None
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

@@ -71,6 +71,8 @@ class SchedulerBeforeOptimizer(Rule):
     code = "TL506"
     name = "scheduler-before-optimizer"
     triggers = (".step(",)
+    default_enabled = True
+    fix_availability = None
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

@@ -62,6 +62,8 @@ class StepBeforeBackward(Rule):
     code = "TL505"
     name = "step-before-backward"
     triggers = ("backward",)
+    default_enabled = True
+    fix_availability = None
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
