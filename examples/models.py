@@ -46,6 +46,5 @@ class Ensemble(nn.Module):
     def forward(self, x):
         noise = torch.randn(x.shape[0], x.shape[1])
         x = x + 0.01 * noise
-        outputs = [head(x) * scale for head, scale in zip(self.heads, self.scales)]
+        outputs = [head(x) * scale for head, scale in zip(self.heads, self.scales, strict=True)]
         return torch.cat(outputs, dim=1)
-

@@ -3,9 +3,8 @@
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.data import DataLoader
-
 from models import SimpleCNN
+from torch.utils.data import DataLoader
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 classifier = nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.Softmax(dim=1))
