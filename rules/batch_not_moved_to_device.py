@@ -122,5 +122,5 @@ class BatchNotMovedToDevice(Rule):
         if self._facts is None:
             self._facts = FileFacts(self.context)
         for finding in LoaderFlow(self._facts, scope, classdef).run():
-            line = self._facts.lines.line(finding.move.call)
-            self.report(finding.node, batch_message(finding, line))
+            # `{line}` is filled in with the move's line when the finding is located.
+            self.report(finding.node, batch_message(finding, "{line}"), line_of=finding.move.call)

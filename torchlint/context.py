@@ -27,6 +27,7 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixBuilder | None
+    line_of: cst.CSTNode | None = None
 
 
 class FileContext:
@@ -57,9 +58,14 @@ class FileContext:
 
     # -- reporting --------------------------------------------------------------------------
     def add_report(
-        self, rule: Rule, node: cst.CSTNode, message: str, fix: FixBuilder | None
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixBuilder | None,
+        line_of: cst.CSTNode | None = None,
     ) -> None:
-        self.reports.append(Report(rule, node, message, fix))
+        self.reports.append(Report(rule, node, message, fix, line_of))
 
     def shared(self, factory: Callable[[FileContext], _Analysis]) -> _Analysis:
         """The file's one instance of an analysis several rules share, built on first use.

@@ -125,6 +125,8 @@ def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
     for report in reports:
         if report.fix is not None:
             nodes.extend(old for old, _ in report.fix.replacements)
+        if report.line_of is not None:
+            nodes.append(report.line_of)
     spans = locate(context.module, nodes)
     diagnostics = []
     for report in reports:
@@ -147,7 +149,11 @@ def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
                 end_column=end_column + 1,
                 code=report.rule.code,
                 name=report.rule.name,
-                message=report.message,
+                message=(
+                    report.message.replace("{line}", str(spans[report.line_of][0]))
+                    if report.line_of is not None
+                    else report.message
+                ),
                 severity=report.rule.severity,
                 fix=fix,
             )

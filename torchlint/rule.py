@@ -50,9 +50,14 @@ class Rule:
         message: str,
         *,
         fix: FixBuilder | None = None,
+        line_of: cst.CSTNode | None = None,
     ) -> None:
-        """Record a finding spanning `node`; `fix` builds the change that resolves it."""
-        self.context.add_report(self, node, message, fix)
+        """Record a finding spanning `node`; `fix` builds the change that resolves it.
+
+        With `line_of`, `{line}` in the message becomes that node's line number, found in the
+        same pass that locates the finding (so a rule never computes positions itself).
+        """
+        self.context.add_report(self, node, message, fix, line_of)
 
     @classmethod
     def callbacks(cls) -> dict[str, list[tuple[str, str]]]:

@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
@@ -245,23 +244,6 @@ def class_methods(classdef: cst.ClassDef) -> list[cst.FunctionDef]:
     return [s for s in statements_of(classdef.body) if isinstance(s, cst.FunctionDef)]
 
 
-class Lines:
-    """Line numbers for message text, resolved once per file and only when first needed."""
-
-    def __init__(self, module: cst.Module) -> None:
-        self._module = module
-        self._positions: object = None
-
-    def line(self, node: cst.CSTNode) -> int | None:
-        if self._positions is None:
-            wrapper = MetadataWrapper(self._module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
-        try:
-            return self._positions[node].start.line  # type: ignore[index]
-        except KeyError:
-            return None
-
-
 def bindings(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
     """Every value assigned to a name or `self.x` directly in `scope`; a tuple target whose
     value is not a same-length tuple records the whole value for each of its names."""
@@ -408,7 +390,6 @@ class FileFacts:
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
-        self.lines = Lines(context.module)
         self._module_bindings: dict[str, list[cst.BaseExpression]] | None = None
         self._loader_wrapping: bool | None = None
         self._class_bindings: dict[int, dict[str, list[cst.BaseExpression]]] = {}
@@ -968,7 +949,7 @@ def _flat_dotted(target: cst.BaseExpression) -> list[str]:
     return [name] if name is not None else []
 
 
-def batch_message(finding: UnmovedBatch, line: int | None) -> str:
+def batch_message(finding: UnmovedBatch, line: int | str | None) -> str:
     move = finding.move
     variable = finding.variable
     where = f" at line {line}" if line is not None else ""
