@@ -93,7 +93,14 @@ class MissingEvalMode(Rule):
 
     code = "TL504"
     name = "missing-eval-mode"
-    triggers = ("eval", "no_grad", "inference_mode", "set_grad_enabled", "train(False", "mode=False")
+    triggers = (
+        "eval",
+        "no_grad",
+        "inference_mode",
+        "set_grad_enabled",
+        "train(False",
+        "mode=False",
+    )
     default_enabled = True
     fix_availability = None
 
