@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
-    ScopeFlags,
+    LoopScopeRule,
     ScopeIndex,
     directly_backwarded,
     fed_to_backward,
@@ -21,7 +21,6 @@ from torchlint.analysis.loop_phases import (
 from torchlint.context import FileContext
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
-from torchlint.rule import Rule
 
 #: Methods and functions whose result no longer carries the graph.
 _DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy", "detach_"})
@@ -40,7 +39,7 @@ class _Accumulation:
     chained: bool = False  # `loss.cpu()`: methods follow the name
 
 
-class LossAccumulatedWithGraph(Rule):
+class LossAccumulatedWithGraph(LoopScopeRule):
     """
     ## What it does
     Checks for a loss tensor accumulated across the iterations of a training loop while it
@@ -97,44 +96,22 @@ class LossAccumulatedWithGraph(Rule):
     default_enabled = True
     fix_availability = "safe"
 
-    def __init__(self, context: FileContext) -> None:
-        super().__init__(context)
-        self._flags = ScopeFlags()
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._flags.push()
-
-    def leave_Module(self, node: cst.Module) -> None:
-        if self._flags.pop() >= {"loop", "backward", "accumulation"}:
-            self._check(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._flags.push()
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._flags.pop() >= {"loop", "backward", "accumulation"}:
-            self._check(node)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._flags.mark("loop")
-
-    def visit_While(self, node: cst.While) -> None:
-        self._flags.mark("loop")
+    required = frozenset({"loop", "backward", "accumulation"})
 
     def visit_Call(self, node: cst.Call) -> None:
         if is_backward_call(node):
-            self._flags.mark("backward")
+            self.mark("backward")
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "append":
-            self._flags.mark("accumulation")
+            self.mark("accumulation")
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._flags.mark("accumulation")
+        self.mark("accumulation")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.BinaryOperation):
-            self._flags.mark("accumulation")
+            self.mark("accumulation")
 
-    def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
+    def check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))
         if not index.loops:
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
-    ScopeFlags,
+    LoopScopeRule,
     ScopeIndex,
     assigned_values,
     callee_steps_optimizer,
@@ -14,14 +14,12 @@ from torchlint.analysis.loop_phases import (
     scheduler_step,
     scope_index,
 )
-from torchlint.context import FileContext
 from torchlint.names import dotted_name
-from torchlint.rule import Rule
 
 _METRIC_WORDS = ("loss", "acc", "metric", "score", "err", "perplexity", "ppl", "dice", "iou")
 
 
-class SchedulerBeforeOptimizer(Rule):
+class SchedulerBeforeOptimizer(LoopScopeRule):
     """
     ## What it does
     Checks for a learning-rate scheduler stepped before the optimizer in the same loop
@@ -74,36 +72,14 @@ class SchedulerBeforeOptimizer(Rule):
     default_enabled = True
     fix_availability = None
 
-    def __init__(self, context: FileContext) -> None:
-        super().__init__(context)
-        self._flags = ScopeFlags()
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._flags.push()
-
-    def leave_Module(self, node: cst.Module) -> None:
-        if self._flags.pop() >= {"loop", "step"}:
-            self._check(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._flags.push()
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._flags.pop() >= {"loop", "step"}:
-            self._check(node)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._flags.mark("loop")
-
-    def visit_While(self, node: cst.While) -> None:
-        self._flags.mark("loop")
+    required = frozenset({"loop", "step"})
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "step":
-            self._flags.mark("step")
+            self.mark("step")
 
-    def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
+    def check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))
         if not index.loops:
             return

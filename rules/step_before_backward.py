@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.loop_phases import (
-    ScopeFlags,
+    LoopScopeRule,
     ScopeIndex,
     callee_does_backward,
     is_backward_call,
@@ -13,12 +13,10 @@ from torchlint.analysis.loop_phases import (
     optimizer_step,
     scope_index,
 )
-from torchlint.context import FileContext
 from torchlint.names import dotted_name
-from torchlint.rule import Rule
 
 
-class StepBeforeBackward(Rule):
+class StepBeforeBackward(LoopScopeRule):
     """
     ## What it does
     Checks for an optimizer step that runs before the backward pass of the same loop
@@ -65,39 +63,17 @@ class StepBeforeBackward(Rule):
     default_enabled = True
     fix_availability = None
 
-    def __init__(self, context: FileContext) -> None:
-        super().__init__(context)
-        self._flags = ScopeFlags()
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._flags.push()
-
-    def leave_Module(self, node: cst.Module) -> None:
-        if self._flags.pop() >= {"loop", "step", "backward"}:
-            self._check(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._flags.push()
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._flags.pop() >= {"loop", "step", "backward"}:
-            self._check(node)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._flags.mark("loop")
-
-    def visit_While(self, node: cst.While) -> None:
-        self._flags.mark("loop")
+    required = frozenset({"loop", "step", "backward"})
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute):
             if func.attr.value == "step":
-                self._flags.mark("step")
+                self.mark("step")
             elif is_backward_call(node):
-                self._flags.mark("backward")
+                self.mark("backward")
 
-    def _check(self, scope: cst.Module | cst.FunctionDef) -> None:
+    def check(self, scope: cst.Module | cst.FunctionDef) -> None:
         index = scope_index(self.context, scope, method_class(self.context, scope))
         if not index.loops:
             return

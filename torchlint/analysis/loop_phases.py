@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
+from torchlint.rule import Rule
 from torchlint.walker import iter_children, iter_descendants
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -411,6 +412,43 @@ class ScopeFlags:
     def mark(self, flag: str) -> None:
         if self._stack:
             self._stack[-1].add(flag)
+
+
+class LoopScopeRule(Rule):
+    """Base of the rules that check a function (or the module) only when its cheap signals
+    (`required`, marked by the subclass's callbacks plus "loop") were all seen in it."""
+
+    required: ClassVar[frozenset[str]]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._flags = ScopeFlags()
+
+    def check(self, scope: cst.Module | cst.FunctionDef) -> None:
+        raise NotImplementedError
+
+    def mark(self, flag: str) -> None:
+        self._flags.mark(flag)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._flags.push()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if self._flags.pop() >= self.required:
+            self.check(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._flags.push()
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._flags.pop() >= self.required:
+            self.check(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._flags.mark("loop")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._flags.mark("loop")
 
 
 class ScopeIndex:
