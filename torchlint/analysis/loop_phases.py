@@ -66,10 +66,6 @@ _HF_SCHEDULE = re.compile(r"^transformers(\.optimization)?\.get_\w*schedule\w*$"
 _MODEL_NAME = re.compile(r"(model|net|network)$")
 
 
-def qualified_or_dotted(context: FileContext, expr: cst.BaseExpression) -> str | None:
-    return context.qualified_name(expr) or dotted_name(expr)
-
-
 def grad_mode_of(context: FileContext, call: cst.BaseExpression) -> str | None:
     """ "off" / "maybe" for a `torch.no_grad()`-like expression, None when it is something else.
 
