@@ -58,7 +58,12 @@ _KEYS = {
     "shapes",
     "max-file-size-kb",
     "torch-version",
+    "respect-gitignore",
 }
+# Keys a table may use beside the settings: `extend` names a base file to build on.
+_EXTEND = "extend"
+# Keys whose values add to an extended base's instead of replacing them.
+_ADDITIVE = ("extend-select", "extend-exclude", "extend-include")
 _SHAPES_SWITCH = {"auto": "auto", True: "on", False: "off", "true": "on", "false": "off"}
 
 
@@ -80,6 +85,7 @@ class Config:
     declared_shapes: tuple[tuple[str, Any], ...] = ()
     max_file_size_kb: int = DEFAULT_MAX_FILE_SIZE_KB
     torch_version: str | None = None
+    respect_gitignore: bool = True
 
     @property
     def exclude_spec(self) -> pathspec.PathSpec:
@@ -96,6 +102,10 @@ class Overrides:
     extend_exclude: tuple[str, ...] = ()
     shapes: str | None = None
     config_file: Path | None = None
+    #: `--config KEY=VALUE` settings (TOML), applied over every configuration file's.
+    settings: tuple[str, ...] = ()
+    #: `--torch-version`, over every configuration's `torch-version`.
+    torch_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +125,7 @@ def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-def _string_list(value: object, key: str, where: Path) -> tuple[str, ...]:
+def _string_list(value: object, key: str, where: Path | str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TorchlintError(f"{where}: `{key}` must be a list of strings")
     return tuple(value)
@@ -123,14 +133,17 @@ def _string_list(value: object, key: str, where: Path) -> tuple[str, ...]:
 
 def parse_config(table: dict[str, Any], path: Path | None, root: Path) -> Config:
     """Validate a `[tool.torchlint]` table; unknown keys and codes are errors naming the file."""
-    where = path or root
+    return replace(Config(root=root, path=path), **_parse_values(table, path or root))
+
+
+def _parse_values(table: dict[str, Any], where: Path | str) -> dict[str, Any]:
+    """The `Config` fields a table sets, validated; errors name `where`."""
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise TorchlintError(
             f"{where}: unknown key {unknown[0]!r} in [tool.torchlint]"
-            f" (known keys: {', '.join(sorted(_KEYS))})"
+            f" (known keys: {', '.join(sorted(_KEYS | {_EXTEND}))})"
         )
-    config = Config(root=root, path=path)
     values: dict[str, Any] = {}
     for key in ("select", "ignore", "extend-select"):
         if key in table:
@@ -165,10 +178,14 @@ def parse_config(table: dict[str, Any], path: Path | None, root: Path) -> Config
         if not isinstance(table["torch-version"], str):
             raise TorchlintError(f'{where}: `torch-version` must be a string such as "2.1"')
         values["torch_version"] = table["torch-version"]
-    return replace(config, **values)
+    if "respect-gitignore" in table:
+        if not isinstance(table["respect-gitignore"], bool):
+            raise TorchlintError(f"{where}: `respect-gitignore` must be true or false")
+        values["respect_gitignore"] = table["respect-gitignore"]
+    return values
 
 
-def _parse_shapes(value: object, where: Path) -> dict[str, Any]:
+def _parse_shapes(value: object, where: Path | str) -> dict[str, Any]:
     """`shapes = "auto" | true | false`, or a table of declared inputs with optional `enabled`."""
     if isinstance(value, dict):
         declared = dict(value)
@@ -189,6 +206,12 @@ def _parse_shapes(value: object, where: Path) -> dict[str, Any]:
 
 def load_config_file(path: Path) -> Config | None:
     """The config in a pyproject.toml (None if it has no [tool.torchlint]) or torchlint.toml."""
+    table = _read_table(path, ())
+    return None if table is None else parse_config(table, path, path.parent)
+
+
+def _read_table(path: Path, extended_by: tuple[Path, ...]) -> dict[str, Any] | None:
+    """A file's torchlint table, with the base it names in `extend` folded in beneath it."""
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -204,7 +227,27 @@ def load_config_file(path: Path) -> Config | None:
         table = data
     if not isinstance(table, dict):
         raise TorchlintError(f"{path}: [tool.torchlint] must be a table")
-    return parse_config(table, path, path.parent)
+    if _EXTEND not in table:
+        return table
+    table = dict(table)
+    base_name = table.pop(_EXTEND)
+    if not isinstance(base_name, str):
+        raise TorchlintError(f'{path}: `extend` must be a path such as "../pyproject.toml"')
+    base_path = (path.parent / os.path.expanduser(base_name)).resolve()
+    if base_path in extended_by or base_path == path.resolve():
+        raise TorchlintError(f"{path}: `extend` makes a cycle through {base_path}")
+    if not base_path.is_file():
+        raise TorchlintError(f"{path}: `extend` names {base_path}, which does not exist")
+    base = _read_table(base_path, (*extended_by, path.resolve()))
+    if base is None:
+        raise TorchlintError(f"{path}: `extend` names {base_path}, which has no [tool.torchlint]")
+    merged = {**base, **table}
+    for key in _ADDITIVE:
+        if key in base and key in table:
+            merged[key] = [*base[key], *table[key]]
+    if "per-file-ignores" in base and "per-file-ignores" in table:
+        merged["per-file-ignores"] = {**base["per-file-ignores"], **table["per-file-ignores"]}
+    return merged
 
 
 @cache
@@ -233,16 +276,55 @@ def clear_cache() -> None:
     find_config.cache_clear()
     _directory_config.cache_clear()
     _enabled.cache_clear()
+    _explicit_config.cache_clear()
+    _OVERRIDDEN.clear()
 
 
 def config_for(path: Path, overrides: Overrides | None = None) -> Config:
     """The configuration governing `path` (a file or folder), or the defaults rooted at cwd."""
     overrides = overrides or Overrides()
     if overrides.config_file is not None:
-        return _explicit_config(overrides.config_file.resolve())
-    absolute = os.path.abspath(path)
-    directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
-    return _directory_config(directory)
+        config = _explicit_config(overrides.config_file.resolve())
+    else:
+        absolute = os.path.abspath(path)
+        directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        config = _directory_config(directory)
+    if overrides.settings or overrides.torch_version:
+        return _overridden(config, overrides.settings, overrides.torch_version)
+    return config
+
+
+# Configurations with command-line settings applied, by the identity of the file's Config
+# (Configs are cached, and kept alive here with their overridden value).
+_OVERRIDDEN: dict[tuple[int, tuple[str, ...], str | None], tuple[Config, Config]] = {}
+
+
+def _overridden(config: Config, settings: tuple[str, ...], torch_version: str | None) -> Config:
+    key = (id(config), settings, torch_version)
+    if key not in _OVERRIDDEN:
+        values = command_line_settings(settings)
+        if torch_version is not None:
+            values["torch_version"] = torch_version
+        _OVERRIDDEN[key] = (config, replace(config, **values))
+    return _OVERRIDDEN[key][1]
+
+
+@cache
+def command_line_settings(settings: tuple[str, ...]) -> dict[str, Any]:
+    """The `Config` fields set by `--config KEY=VALUE` options, each one line of TOML."""
+    values: dict[str, Any] = {}
+    for setting in settings:
+        try:
+            table = tomllib.loads(setting)
+        except tomllib.TOMLDecodeError:
+            raise TorchlintError(
+                f"--config {setting!r}: not a KEY = VALUE line of TOML"
+                " (strings need quotes: --config 'select = [\"TL1\"]')"
+            ) from None
+        if _EXTEND in table:
+            raise TorchlintError(f"--config {setting!r}: use --config FILE to name a file")
+        values.update(_parse_values(table, f"--config {setting!r}"))
+    return values
 
 
 @cache

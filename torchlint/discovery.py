@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pathspec
 
-from torchlint.config import Overrides, is_excluded, is_included
+from torchlint.config import Overrides, config_for, is_excluded, is_included
 
 
 @dataclass
@@ -47,7 +47,8 @@ def discover(
 
 def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[Path]) -> None:
     visited_dirs: set[tuple[int, int]] = set()
-    ignores = _ancestor_gitignores(root)
+    respect_gitignore = config_for(root, overrides).respect_gitignore
+    ignores = _ancestor_gitignores(root) if respect_gitignore else []
     if _ignored(root, ignores, True):
         ignores = []  # the user named an ignored folder: lint it, honouring only its own files
     stack: list[tuple[Path, list[_Ignore]]] = [(root, ignores)]
@@ -65,7 +66,7 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                 result.warnings.append(f"{directory}: symbolic link loop, not followed")
             continue
         visited_dirs.add(key)
-        ignores = inherited + _gitignore_in(directory)
+        ignores = inherited + (_gitignore_in(directory) if respect_gitignore else [])
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:

@@ -6,11 +6,14 @@ torch is importable and they are enabled.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.metadata
 import multiprocessing
 import os
 import sys
+from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +29,12 @@ from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_sour
 from torchlint.noqa import apply_suppressions
 
 SHAPE_PREFIX = "TL6"
+#: Where the shape checks' absence is explained, once per run.
+NO_TORCH_NOTE = (
+    "shape checks (TL601-TL606) skipped for {count}: torch is not installed; install it"
+    " (CPU build: pip install torch --index-url https://download.pytorch.org/whl/cpu),"
+    " or pass --no-shapes to skip them without this note"
+)
 # Below this many files to lint, starting worker processes costs more than it saves.
 _PARALLEL_THRESHOLD = 16
 
@@ -39,6 +48,8 @@ class RunOptions:
     #: None to only report, "fix" to write fixes, "diff" to show them without writing.
     fix_mode: str | None = None
     unsafe_fixes: bool = False
+    #: Called as the run advances: (stage, done, total), stage "files" or "shapes".
+    progress: Callable[[str, int, int], None] | None = None
 
 
 @dataclass
@@ -52,6 +63,10 @@ class RunResult:
     fixed: int = 0
     #: Unified diffs of the fixes (`--diff`), or the fixed text of standard input (`--fix`).
     fixed_text: list[str] = field(default_factory=list)
+    #: Checks that did not run at all, each with its reason ("shape checks: ...").
+    not_run: list[str] = field(default_factory=list)
+    #: What fixes resolved, by (path, code, rule name).
+    fixed_codes: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
 
 @dataclass(frozen=True)
@@ -98,11 +113,11 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
             continue
         key = cache_key(data, settings.enabled, settings.config.torch_version or "")
         tasks.append(_Task(display, path, data, settings, key))
-    found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs)
+    found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs, options.progress)
     if options.fix_mode:
         found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
     result.diagnostics.extend(found_diagnostics)
-    result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides))
+    result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides, result, options.progress))
     cache.save()
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
@@ -123,7 +138,8 @@ def run_source(
     diagnostics = _lint_one(task)
     if options.fix_mode:
         diagnostics = _fix_all([task], diagnostics, options, result)
-    result.diagnostics = diagnostics + _shape_diagnostics([task], None, overrides)
+    shape_diagnostics = _shape_diagnostics([task], None, overrides, result)
+    result.diagnostics = diagnostics + shape_diagnostics
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
 
@@ -146,7 +162,10 @@ def _lint_task(task: _Task) -> tuple[_Task, list[Diagnostic]]:
 
 
 def _lint_all(
-    tasks: list[_Task], cache: ResultCache, jobs: int | None
+    tasks: list[_Task],
+    cache: ResultCache,
+    jobs: int | None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[Diagnostic], int]:
     """Diagnostics for every task, and how many came from the cache."""
     diagnostics: list[Diagnostic] = []
@@ -158,13 +177,23 @@ def _lint_all(
         else:
             diagnostics.extend(cached)
     jobs = jobs or os.cpu_count() or 1
+    done: list[tuple[_Task, list[Diagnostic]]] = []
+    hits = len(tasks) - len(misses)
+
+    def advance(item: tuple[_Task, list[Diagnostic]]) -> None:
+        done.append(item)
+        if progress is not None:
+            progress("files", hits + len(done), len(tasks))
+
     if jobs > 1 and len(misses) >= _PARALLEL_THRESHOLD:
         context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
         chunk = max(1, len(misses) // (jobs * 8))
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            done = list(pool.map(_lint_task, misses, chunksize=chunk))
+            for item in pool.map(_lint_task, misses, chunksize=chunk):
+                advance(item)
     else:
-        done = [_lint_task(task) for task in misses]
+        for task in misses:
+            advance(_lint_task(task))
     for task, found in done:
         cache.put(task.display, task.key, found)
         diagnostics.extend(found)
@@ -177,9 +206,16 @@ def _shape_mode(tasks: list[_Task], overrides: Overrides) -> str:
 
 
 def _shape_diagnostics(
-    tasks: list[_Task], cache: ResultCache | None, overrides: Overrides
+    tasks: list[_Task],
+    cache: ResultCache | None,
+    overrides: Overrides,
+    result: RunResult,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> list[Diagnostic]:
-    """TL6xx for the files whose settings enable them, from one worker run (or the cache)."""
+    """TL6xx for the files whose settings enable them, from one worker run (or the cache).
+
+    Without torch, one warning says the checks were skipped and how to get them.
+    """
     candidates = [
         t
         for t in tasks
@@ -200,6 +236,9 @@ def _shape_diagnostics(
                 "shape checks are on (shapes = true / --shapes) but torch cannot be imported;"
                 " install torch, or use --no-shapes"
             )
+        files = f"{len(candidates)} file{'s' if len(candidates) != 1 else ''} with models"
+        result.warnings.append(NO_TORCH_NOTE.format(count=files))
+        result.not_run.append("shape checks: torch is not installed")
         return []
     torch_version = importlib.metadata.version("torch")
     run_digest = hashlib.sha256(b"".join(t.key.encode() + t.data for t in candidates)).hexdigest()
@@ -210,7 +249,12 @@ def _shape_diagnostics(
     if cache is not None:
         hits = [cache.get("shapes:" + t.display, keys[t.display]) for t in candidates]
         if all(h is not None for h in hits):
-            return [d for h in hits for d in h or []]
+            # Entries are stored under "shapes:PATH"; the diagnostics belong to PATH.
+            return [
+                dataclasses.replace(d, path=t.display)
+                for t, h in zip(candidates, hits, strict=True)
+                for d in h or []
+            ]
     sources: dict[str, str] = {}
     for task in candidates:
         text = python_source(task.display, task.data)
@@ -219,6 +263,8 @@ def _shape_diagnostics(
     declared = {}
     for task in candidates:
         declared.update(dict(task.settings.config.declared_shapes))
+    if progress is not None:
+        progress("shapes", 0, len(sources))
     found = shapes.check_files(list(sources.items()), declared=declared)
     diagnostics: list[Diagnostic] = []
     for task in candidates:
@@ -248,13 +294,15 @@ def _fix_all(
             if task.path is None and options.fix_mode == "fix":
                 result.fixed_text.append(task.data.decode("utf-8", errors="surrogateescape"))
             continue
-        remaining.extend(_fix_one(task, options, result))
+        remaining.extend(_fix_one(task, found, options, result))
     for rest in by_path.values():
         remaining.extend(rest)
     return remaining
 
 
-def _fix_one(task: _Task, options: RunOptions, result: RunResult) -> list[Diagnostic]:
+def _fix_one(
+    task: _Task, found: list[Diagnostic], options: RunOptions, result: RunResult
+) -> list[Diagnostic]:
     outcome = fix_input(
         task.display,
         task.data,
@@ -276,4 +324,10 @@ def _fix_one(task: _Task, options: RunOptions, result: RunResult) -> list[Diagno
             result.warnings.append(f"{task.display}: fixes not written: {exc}")
             return _lint_one(task)
     result.fixed += outcome.fixed
+    left = Counter(d.code for d in outcome.remaining)
+    for d in found:
+        if left[d.code]:
+            left[d.code] -= 1
+        else:
+            result.fixed_codes[(task.display, d.code, d.name)] += 1
     return outcome.remaining

@@ -20,6 +20,12 @@ class OutputContext:
     show_fixes: bool = False
     #: How many diagnostics `--fix` resolved in this run.
     fixed: int = 0
+    #: How many paths given on the command line could not be checked (missing, unreadable).
+    unchecked: int = 0
+    #: Checks that did not run, with the reason ("shape checks: torch is not installed").
+    not_run: tuple[str, ...] = ()
+    #: Whether the human-readable formats may use ANSI colour.
+    color: bool = False
 
     def source_lines(self, path: str) -> list[str]:
         if path not in self.sources:
