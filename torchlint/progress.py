@@ -19,10 +19,12 @@ _DELAY_VARIABLE = "TORCHLINT_PROGRESS_DELAY"
 class ProgressLine:
     """Draws `torchlint: 120/2544 files, 3.2 s` and redraws it as the run advances."""
 
-    def __init__(self, stream: TextIO, *, interval: float = 0.25) -> None:
+    def __init__(
+        self, stream: TextIO, *, delay: float | None = None, interval: float = 0.25
+    ) -> None:
         self._stream = stream
         self._interval = interval
-        self._delay = float(os.environ.get(_DELAY_VARIABLE, "1.0"))
+        self._delay = float(os.environ.get(_DELAY_VARIABLE, "1.0")) if delay is None else delay
         self._started = time.monotonic()
         self._lock = threading.Lock()
         self._state: tuple[str, int, int] | None = None
@@ -36,9 +38,11 @@ class ProgressLine:
     def update(self, stage: str, done: int, total: int) -> None:
         """Record progress: stage "files" (linted so far) or "shapes" (files being checked)."""
         with self._lock:
+            new_stage = self._state is None or self._state[0] != stage
             self._state = (stage, done, total)
             now = time.monotonic()
-            if now - self._started >= self._delay and now - self._last >= self._interval:
+            due = new_stage or now - self._last >= self._interval
+            if due and now - self._started >= self._delay:
                 self._draw(now)
 
     def close(self) -> None:
