@@ -164,3 +164,26 @@ def test_torch_version_option(tmp_path: Path) -> None:
     assert "TL304" in run_cli("m.py", "--torch-version", "2.1", cwd=tmp_path).stdout
     bad = run_cli("m.py", "--torch-version", "latest", cwd=tmp_path)
     assert bad.returncode == 2 and "X.Y" in bad.stderr
+
+
+def test_readme_options_table_lists_every_option() -> None:
+    import argparse
+    import re
+
+    from torchlint.cli import build_parser
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| Option | Meaning |", 1)[1].split("\n\n", 1)[0]
+    documented = set(re.findall(r"`(--[a-z-]+)", table))
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    check = subparsers.choices["check"]
+    options = {
+        option
+        for action in check._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+    assert options - documented == set()
+    assert documented - options == set()

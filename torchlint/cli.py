@@ -11,7 +11,7 @@ import re
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -291,7 +291,9 @@ def _output(path: Path | None) -> Iterator[TextIO]:
 
 
 @contextlib.contextmanager
-def _progress(args: argparse.Namespace, stdin: bool) -> Iterator[object]:
+def _progress(
+    args: argparse.Namespace, stdin: bool
+) -> Iterator[Callable[[str, int, int], None] | None]:
     """The live progress line's update function on a terminal, else None."""
     if args.quiet or stdin or not sys.stderr.isatty():
         yield None
