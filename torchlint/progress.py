@@ -61,13 +61,14 @@ class ProgressLine:
             return
         while not self._stop.is_set():
             with self._lock:
-                if self._state is not None:
-                    self._draw(time.monotonic())
+                self._draw(time.monotonic())
             self._stop.wait(self._interval)
 
     def _draw(self, now: float) -> None:
-        stage, done, total = self._state or ("files", 0, 0)
-        if stage == "files":
+        stage, done, total = self._state or ("", 0, 0)
+        if not stage:
+            text = "finding and reading files"
+        elif stage == "files":
             self._files = f"{done}/{total} files"
             text = self._files
         else:

@@ -14,7 +14,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,8 @@ NO_TORCH_NOTE = (
 )
 # Below this many files to lint, starting worker processes costs more than it saves.
 _PARALLEL_THRESHOLD = 16
+# Most files a worker takes at once.
+_MAX_CHUNK = 16
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,10 @@ def _lint_task(task: _Task) -> tuple[_Task, list[Diagnostic]]:
     return task, _lint_one(task)
 
 
+def _lint_tasks(tasks: list[_Task]) -> list[tuple[_Task, list[Diagnostic]]]:
+    return [_lint_task(task) for task in tasks]
+
+
 def _lint_all(
     tasks: list[_Task],
     cache: ResultCache,
@@ -187,10 +193,13 @@ def _lint_all(
 
     if jobs > 1 and len(misses) >= _PARALLEL_THRESHOLD:
         context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
-        chunk = max(1, len(misses) // (jobs * 8))
+        # Small chunks, taken as they finish: progress (and the first result) come early.
+        size = max(1, min(len(misses) // (jobs * 8), _MAX_CHUNK))
+        chunks = [misses[i : i + size] for i in range(0, len(misses), size)]
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            for item in pool.map(_lint_task, misses, chunksize=chunk):
-                advance(item)
+            for future in as_completed([pool.submit(_lint_tasks, c) for c in chunks]):
+                for item in future.result():
+                    advance(item)
     else:
         for task in misses:
             advance(_lint_task(task))
