@@ -40,6 +40,29 @@ def test_ipython_syntax_is_masked_with_the_same_line_count() -> None:
     )
 
 
+def test_shell_command_continued_on_indented_lines_is_masked() -> None:
+    cell = "!pip install -q -U \\\n    torch \\\n    torchvision\nimport torch\nx = 1 + \\\n    2"
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "metadata": {},
+                "source": cell,
+                "outputs": [],
+            }
+        ],
+    }
+    data = json.dumps(notebook).encode()
+    assert lint_input("setup.ipynb", data, set(all_rules())) == []
+    masked = mask_cell(cell)
+    assert masked[:3] == ["pass  # torchlint: masked IPython syntax"] * 3
+    assert masked[3:] == ["import torch", "x = 1 + \\", "    2"]
+
+
 def test_text_and_json_output_name_the_cell(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "notebooks" / "training.ipynb", tmp_path / "nb.ipynb")
     result = run_cli(".", "--no-cache", cwd=tmp_path)
