@@ -10,7 +10,7 @@ from torchlint.analysis.torch_load import (
     in_type_error_fallback,
     is_torch_load,
     loads_own_data,
-    loads_whole_object,
+    pickled_object_kind,
     under_safe_globals,
     version_tuple,
 )
@@ -39,9 +39,10 @@ class TorchLoadUnsafe(Rule):
     the torch installed next to torchlint counts.
 
     An unsafe fix adds `weights_only=True`. It is not offered when the call passes a
-    `pickle_module`, which cannot be combined with it, nor when the file holds a whole
+    `pickle_module`, which cannot be combined with it, nor when the file holds an object
+    `weights_only=True` cannot load, and the message says what to do instead: a whole
     pickled model (the result is called, or a module method such as `.eval()` is called on
-    it): `weights_only=True` cannot load that, and the message says what to do instead.
+    it) or a numpy array (the result goes to `torch.from_numpy`).
 
     ## Why is this bad?
     Before torch 2.6, `torch.load` unpickles the file with the full `pickle` machinery, and
@@ -84,13 +85,14 @@ class TorchLoadUnsafe(Rule):
         target = version_tuple(self.context.torch_version)
         if target is not None and target >= _SAFE_DEFAULT_SINCE:
             return
-        if loads_whole_object(self.context, node):
+        kind = pickled_object_kind(self.context, node)
+        if kind is not None:
             self.report(
                 node,
                 "torch.load without weights_only= can execute arbitrary code from the pickle, "
-                "and this file holds a whole pickled model, which weights_only=True (the "
-                "default from torch 2.6) cannot load: save and load its state_dict() instead, "
-                "or pass weights_only=False if you trust the file",
+                f"and this file holds {kind}, which weights_only=True (the default from torch "
+                "2.6) cannot load: save tensors or a state_dict() instead, or pass "
+                "weights_only=False if you trust the file",
             )
             return
         fix = None

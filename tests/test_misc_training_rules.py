@@ -87,6 +87,14 @@ def test_installed_torch_version_is_read_without_importing_torch() -> None:
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
+def test_a_whole_pickled_model_gets_no_weights_only_true() -> None:
+    source = "import torch\nmodel = torch.load('model.pt')\nmodel.eval()\n"
+    [finding] = lint_source(source, "infer.py", {"TL304"}, torch_version="2.4")
+    assert finding.fix is None
+    assert "a whole model" in finding.message and "state_dict()" in finding.message
+    assert "pass weights_only=True" not in finding.message
+
+
 def test_map_location_uses_the_device_parameter() -> None:
     source = (
         "import torch\n"

@@ -36,9 +36,9 @@ def version_tuple(text: str | None) -> tuple[int, int] | None:
 
 def loads_own_data(context: FileContext, call: cst.Call) -> bool:
     """Whether the call reads back data this program just produced: an in-memory buffer
-    (`io.BytesIO`, directly or through a variable), or a file the same function (or script,
-    at module level) writes with `torch.save` first. Neither the device nor the pickle is
-    foreign then."""
+    (`io.BytesIO`, directly or through a variable), or a file the same function writes with
+    `torch.save` first (at module level: the same file, spelled the same). Neither the
+    device nor the pickle is foreign then."""
     source = _file_argument(call, 0)
     if source is None:
         return False
@@ -48,12 +48,21 @@ def loads_own_data(context: FileContext, call: cst.Call) -> bool:
         value = binding_value(context, source.value, max_hops=1)
         if value is not None and _is_buffer(context, value):
             return True
-    scope = context.enclosing_function() or _module_scope(context)
-    if scope is not None:
-        for node in iter_scope_nodes(scope):
-            if node is call:
-                break
-            if isinstance(node, cst.Call) and context.qualified_name(node.func) in _SAVE_FUNCTIONS:
+    function = context.enclosing_function()
+    script = _module_scope(context) if function is None else None
+    scope = function or script
+    if scope is None:
+        return False
+    # At module level the save must name the same file: a script writes many.
+    key = _path_key(context, source, context.ancestors) if script is not None else None
+    for node in iter_scope_nodes(scope):
+        if node is call:
+            break
+        if isinstance(node, cst.Call) and context.qualified_name(node.func) in _SAVE_FUNCTIONS:
+            target = _file_argument(node, 1)
+            if script is None or (
+                target is not None and key is not None and _path_key(context, target, []) == key
+            ):
                 return True
     return False
 
@@ -223,29 +232,42 @@ _MODULE_METHODS = frozenset(
 )
 
 
-def loads_whole_object(context: FileContext, call: cst.Call) -> bool:
-    """Whether the load returns a whole pickled model rather than a state dict: a module
-    method is called on the result (`torch.load(f).eval()`), or it is assigned to a name
-    that the file calls or calls a module method on (`model = torch.load(f)`, `model(x)` or
-    `model.parameters()`). `weights_only=True` cannot load such a file."""
+def pickled_object_kind(context: FileContext, call: cst.Call) -> str | None:
+    """What the load returns when it is an object `weights_only=True` cannot load: "a whole
+    model" when a module method is called on the result (`torch.load(f).eval()`) or it is
+    assigned to a name that the file calls or calls a module method on (`model(x)`,
+    `model.parameters()`); "a numpy array" when that name goes to `torch.from_numpy`."""
     parent = context.ancestors[-1] if context.ancestors else None
     if isinstance(parent, cst.Attribute) and parent.attr.value in _MODULE_METHODS:
-        return True
+        return "a whole model"
     if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
-        return False
+        return None
     target = parent.targets[0].target
     if not isinstance(target, (cst.Name, cst.Attribute)):
-        return False
-    return context.code(target) in context.shared(_used_as_modules)
+        return None
+    modules, arrays = context.shared(_object_uses)
+    name = context.code(target)
+    if name in modules:
+        return "a whole model"
+    return "a numpy array" if name in arrays else None
 
 
-def _used_as_modules(context: FileContext) -> frozenset[str]:
-    """Names (and `self.x`) the file calls, or calls a module-only method on."""
-    found: set[str] = set()
+def _object_uses(context: FileContext) -> tuple[frozenset[str], frozenset[str]]:
+    """Names (and `self.x`) the file uses as modules (calls them, or calls a module-only
+    method on them), and names it hands to `torch.from_numpy` (`data` in `data[3:]`)."""
+    modules: set[str] = set()
+    arrays: set[str] = set()
     for node in m.findall(context.module, m.Call()):
-        func = node.func  # type: ignore[union-attr]
+        assert isinstance(node, cst.Call)
+        func = node.func
         if isinstance(func, (cst.Name, cst.Attribute)):
-            found.add(context.code(func))
+            modules.add(context.code(func))
         if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_METHODS:
-            found.add(context.code(func.value))
-    return frozenset(found)
+            modules.add(context.code(func.value))
+        if context.qualified_name(func) == "torch.from_numpy" and node.args:
+            value = node.args[0].value
+            while isinstance(value, cst.Subscript):
+                value = value.value
+            if isinstance(value, (cst.Name, cst.Attribute)):
+                arrays.add(context.code(value))
+    return frozenset(modules), frozenset(arrays)
