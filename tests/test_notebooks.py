@@ -107,6 +107,27 @@ def test_fix_changes_only_the_fixed_cell_sources(tmp_path: Path) -> None:
     restored = json.dumps(after, indent=1, ensure_ascii=False) + "\n"
     assert restored == (FIXTURES / "notebooks" / "training.ipynb").read_text()
     # A second run has nothing left to fix.
+    again = fix_input(str(path), path.read_bytes(), set(all_rules()), unsafe=False)
+    assert again.data is None
+
+
+def test_unsafe_fix_of_a_softmax_lands_in_its_cell(tmp_path: Path) -> None:
+    path = tmp_path / "nb.ipynb"
+    shutil.copy(FIXTURES / "notebooks" / "TL101.ipynb", path)
+    before = json.loads(path.read_text())
+    result = run_cli("nb.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert "1 fixed" in result.stdout
+    after = json.loads(path.read_text())
+    assert "".join(after["cells"][3]["source"]) == (
+        "%%time\n"
+        "for x, y in [(torch.randn(4, 784), torch.tensor([0, 1, 2, 3]))]:\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = criterion(model(x), y)  # error: TL101\n"
+        "    loss.backward()\n"
+        "    optimizer.step()"
+    )
+    after["cells"][3]["source"] = before["cells"][3]["source"]
+    assert after == before
     again = fix_input(str(path), path.read_bytes(), set(all_rules()), unsafe=True)
     assert again.data is None
 
