@@ -146,3 +146,26 @@ def test_a_file_changed_since_it_was_read_is_not_written(tmp_path: Path) -> None
     write_atomically(path, b"fixed\n", expected=b"new content\n")
     assert path.read_text() == "fixed\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]  # no temp file left behind
+
+
+def test_container_fix_adds_the_nn_import_when_the_file_has_none() -> None:
+    source = (
+        '"""Model."""\n'
+        "from torch.nn import Linear, Module\n"
+        "\n"
+        "\n"
+        "class Stack(Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = [Linear(2, 2), Linear(2, 2)]\n"
+    )
+
+    def lint(text: str) -> list:
+        return lint_source(text, "model.py", {"TL401"})
+
+    fixed = fix_source(source, lint).source
+    assert fixed == source.replace(
+        "from torch.nn import Linear, Module\n",
+        "from torch.nn import ModuleList\nfrom torch.nn import Linear, Module\n",
+    ).replace("[Linear(2, 2), Linear(2, 2)]", "ModuleList([Linear(2, 2), Linear(2, 2)])")
+    assert fix_source(fixed, lint).fixed == 0
