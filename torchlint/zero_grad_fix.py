@@ -1,0 +1,51 @@
+"""The fix for TL501: clear the gradients at the top of the training loop's body."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.call_args import with_absolute_indent
+from torchlint.context import FileContext
+from torchlint.fixes import FixBuilder
+from torchlint.names import dotted_name
+from torchlint.walker import iter_children
+
+
+def insert_zero_grad(
+    context: FileContext, loop: cst.CSTNode, optimizer: cst.BaseExpression
+) -> FixBuilder | None:
+    """`optimizer.zero_grad()` as the first statement of `loop`'s body, when the body is an
+    indented block that starts with a simple statement and the optimizer is a plain name."""
+    name = dotted_name(optimizer)
+    if name is None or not isinstance(loop, (cst.For, cst.While)):
+        return None
+    body = loop.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return None
+    first = body.body[0]
+    if not isinstance(first, cst.SimpleStatementLine):
+        return None  # a compound statement first: where it starts is not a node of its own
+    indent = _indent_of(context, body)
+    if indent is None:
+        return None
+    head = first.body[0]
+    moved = context.module.code_for_node(with_absolute_indent(head, indent))
+    return FixBuilder(
+        message=f"Call {name}.zero_grad() at the start of each iteration",
+        replacements=[(head, f"{name}.zero_grad()\n{indent}{moved}")],
+        safe=False,
+    )
+
+
+def _indent_of(context: FileContext, block: cst.IndentedBlock) -> str | None:
+    """The full indentation of the statements in `block`."""
+    default = context.module.default_indent
+    stack: list[tuple[cst.CSTNode, str]] = [(context.module, "")]
+    while stack:
+        node, indent = stack.pop()
+        if isinstance(node, cst.IndentedBlock):
+            indent += node.indent if node.indent is not None else default
+            if node is block:
+                return indent
+        stack.extend((child, indent) for child in iter_children(node))
+    return None
