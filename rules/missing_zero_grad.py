@@ -60,8 +60,9 @@ class MissingZeroGrad(Rule):
     ```
 
     ## Fix safety
-    An unsafe fix inserts `optimizer.zero_grad()` as the first statement of the loop body
-    (not offered when the body starts with a compound statement or is on the loop's line).
+    An unsafe fix inserts `optimizer.zero_grad()` at the top of the loop body: before its
+    first statement, or before the first one without comments above it or a block of its
+    own, up to the backward pass (not offered when the body is on the loop's line).
     It is unsafe because where the gradients should be cleared is a decision about the
     training: code that accumulates on purpose over a schedule the linter did not recognise
     changes behaviour.
@@ -141,7 +142,7 @@ class MissingZeroGrad(Rule):
                 f"{_short(self.context.code(step.node))} but never {name}.zero_grad(): "
                 f"gradients accumulate across iterations; call {name}.zero_grad() at the "
                 "start of each iteration",
-                fix=insert_zero_grad(self.context, unit.node, optimizer),
+                fix=insert_zero_grad(self.context, unit.node, optimizer, fed_by.node),
             )
 
 

@@ -8,21 +8,23 @@ from torchlint.analysis.call_args import with_absolute_indent
 from torchlint.context import FileContext
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
-from torchlint.walker import iter_children
+from torchlint.walker import iter_children, iter_descendants
 
 
 def insert_zero_grad(
-    context: FileContext, loop: cst.CSTNode, optimizer: cst.BaseExpression
+    context: FileContext, loop: cst.CSTNode, optimizer: cst.BaseExpression, backward: cst.CSTNode
 ) -> FixBuilder | None:
-    """`optimizer.zero_grad()` as the first statement of `loop`'s body, when the body is an
-    indented block that starts with a simple statement and the optimizer is a plain name."""
+    """`optimizer.zero_grad()` at the top of `loop`'s body: before its first statement, or,
+    when comments introduce that one, before the first statement up to the `backward` one
+    that has none (clearing anywhere before the backward pass is as good). Only when that
+    statement is simple and the optimizer a plain name."""
     name = dotted_name(optimizer)
     if name is None or not isinstance(loop, (cst.For, cst.While)):
         return None
     body = loop.body
     if not isinstance(body, cst.IndentedBlock) or not body.body:
         return None
-    first = body.body[0]
+    first = _insertion_point(list(body.body), backward)
     if not isinstance(first, cst.SimpleStatementLine):
         return None  # a compound statement first: where it starts is not a node of its own
     indent = _indent_of(context, body)
@@ -35,6 +37,19 @@ def insert_zero_grad(
         replacements=[(head, f"{name}.zero_grad()\n{indent}{moved}")],
         safe=False,
     )
+
+
+def _insertion_point(
+    statements: list[cst.BaseStatement], backward: cst.CSTNode
+) -> cst.BaseStatement:
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine) and not any(
+            line.comment for line in statement.leading_lines
+        ):
+            return statement
+        if statement is backward or any(n is backward for n in iter_descendants(statement)):
+            break
+    return statements[0]
 
 
 def _indent_of(context: FileContext, block: cst.IndentedBlock) -> str | None:
