@@ -17,6 +17,7 @@ from torchlint.names import dotted_name
 from torchlint.rule import Rule
 
 _PROXY_METHODS = frozenset({"rpc_sync", "rpc_async", "remote", "to_here"})
+_GRAPH_MODULE = re.compile(r"(?:^|_)gm$|graph_module", re.IGNORECASE)
 
 
 class ForwardCalledDirectly(Rule):
@@ -30,8 +31,9 @@ class ForwardCalledDirectly(Rule):
     hooks on purpose), a call whose comment says the bypass is meant (it mentions hooks,
     "bypass", "deliberate", "on purpose", ...), a call without arguments, RPC proxies
     (`rref.rpc_sync().forward(x)`) and `RemoteModule`s, a module built on the spot
-    (`nn.AdaptiveAvgPool2d(1).forward(x)`, which has no hooks yet), data transforms, and test
-    files (unit tests call `forward` on purpose).
+    (`nn.AdaptiveAvgPool2d(1).forward(x)`, which has no hooks yet), an fx `GraphModule`
+    named `gm` or `graph_module`, data transforms, and test files (unit tests call `forward`
+    on purpose).
 
     The fix calls the object instead: `obj.forward(x)` becomes `obj(x)`.
 
@@ -124,9 +126,12 @@ class ForwardCalledDirectly(Rule):
         if _explained_bypass(self.context):
             return True
         last = name.rsplit(".", 1)[-1]
-        # A class (nn.Linear.forward), TorchScript's C++ module handle (`self._c`), or a data
-        # transform (PyG and torchvision-v1 transforms are plain callables, not modules).
+        # A class (nn.Linear.forward), TorchScript's C++ module handle (`self._c`), a data
+        # transform (PyG and torchvision-v1 transforms are plain callables, not modules), or
+        # an fx GraphModule (`gm`), whose generated forward compilers call on purpose.
         if last[:1].isupper() or last == "_c" or "transform" in last.lower():
+            return True
+        if _GRAPH_MODULE.search(last):
             return True
         # A module or object imported by name (`some_module.forward(...)`): not a model here.
         return "." not in name and name in self.context.imports.aliases
