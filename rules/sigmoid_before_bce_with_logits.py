@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.activation_fixes import drop_activation
+from torchlint.activation_fixes import drop_activation, drop_last_layer
 from torchlint.analysis.activations import (
     BCE_WITH_LOGITS,
     SIGMOID,
@@ -53,9 +53,10 @@ class SigmoidBeforeBceWithLogits(Rule):
 
     ## Fix safety
     An unsafe fix passes the logits instead: it drops the sigmoid call that feeds the loss,
-    or the line `p = torch.sigmoid(z)` together with it when `p` is used nowhere else. No
-    fix is offered when the probabilities are used elsewhere too, nor for a model that ends
-    in a sigmoid layer. It is unsafe because the loss values change, which is the point, and
+    or the line `p = torch.sigmoid(z)` together with it when `p` is used nowhere else; for
+    `model = nn.Sequential(..., nn.Sigmoid())` it removes the last layer when the file runs
+    the model nowhere but in this loss. No fix is offered when the probabilities may be used
+    elsewhere too. It is unsafe because the loss values change, which is the point, and
     what was tuned on the old ones (a learning rate) may need another look.
     """
 
@@ -86,7 +87,9 @@ class SigmoidBeforeBceWithLogits(Rule):
 
 
 def _fix(context: FileContext, argument: cst.BaseExpression) -> FixBuilder | None:
-    fix = drop_activation(context, argument, frozenset({SIGMOID}), "Pass the logits to the loss")
+    kinds = frozenset({SIGMOID})
+    fix = drop_activation(context, argument, kinds, "Pass the logits to the loss")
+    fix = fix or drop_last_layer(context, argument, kinds, "Remove the model's sigmoid layer")
     if fix is not None:
         fix.safe = False
     return fix

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.activation_fixes import drop_activation
+from torchlint.activation_fixes import drop_activation, drop_last_layer
 from torchlint.analysis.activations import (
     CROSS_ENTROPY,
     LOG_SOFTMAX,
@@ -62,11 +62,11 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     ## Fix safety
     An unsafe fix passes the logits instead: it drops the softmax call that feeds the loss,
-    or the line `p = softmax(z, dim)` together with it when `p` is used nowhere else. No fix
-    is offered when the probabilities are used elsewhere too, nor for a model that ends in a
-    softmax layer (the model may be used for probabilities elsewhere). It is unsafe because
-    the loss values change, which is the point, and what was tuned on the old ones (a
-    learning rate) may need another look.
+    or the line `p = softmax(z, dim)` together with it when `p` is used nowhere else; for
+    `model = nn.Sequential(..., nn.Softmax(dim=1))` it removes the last layer when the file
+    runs the model nowhere but in this loss. No fix is offered when the probabilities may be
+    used elsewhere too. It is unsafe because the loss values change, which is the point, and
+    what was tuned on the old ones (a learning rate) may need another look.
     """
 
     code = "TL101"
@@ -105,9 +105,9 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
 
 def _fix(context: FileContext, argument: cst.BaseExpression) -> FixBuilder | None:
-    fix = drop_activation(
-        context, argument, frozenset({SOFTMAX, LOG_SOFTMAX}), "Pass the logits to the loss"
-    )
+    kinds = frozenset({SOFTMAX, LOG_SOFTMAX})
+    fix = drop_activation(context, argument, kinds, "Pass the logits to the loss")
+    fix = fix or drop_last_layer(context, argument, kinds, "Remove the model's softmax layer")
     if fix is not None:
         fix.safe = False
     return fix

@@ -169,3 +169,27 @@ def test_container_fix_adds_the_nn_import_when_the_file_has_none() -> None:
         "from torch.nn import ModuleList\nfrom torch.nn import Linear, Module\n",
     ).replace("[Linear(2, 2), Linear(2, 2)]", "ModuleList([Linear(2, 2), Linear(2, 2)])")
     assert fix_source(fixed, lint).fixed == 0
+
+
+def test_softmax_layer_is_removed_only_when_the_model_feeds_nothing_else() -> None:
+    source = (
+        "import torch.nn as nn\n"
+        "\n"
+        "model = nn.Sequential(\n"
+        "    nn.Linear(8, 3),\n"
+        "    nn.Softmax(dim=1),\n"
+        ")\n"
+        "criterion = nn.CrossEntropyLoss()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "loss = criterion(model(x), y)\n"
+    )
+
+    def lint(text: str) -> list:
+        return lint_source(text, "train.py", {"TL101"})
+
+    fixed = fix_source(source, lint, unsafe=True)
+    assert fixed.source == source.replace("    nn.Softmax(dim=1),\n", "")
+    assert fixed.remaining == []
+    assert fix_source(source, lint).fixed == 0  # the fix is unsafe
+    predicting = source + "probs = model(x_test)\n"
+    assert fix_source(predicting, lint, unsafe=True).fixed == 0

@@ -11,8 +11,9 @@ import libcst as cst
 import libcst.matchers as m
 
 from torchlint.analysis.activations import _ACTIVATION_FUNCTIONS, _is_tensor_activation_call
-from torchlint.analysis.call_args import detached, keeps_comments
+from torchlint.analysis.call_args import detached, keeps_comments, with_absolute_indent
 from torchlint.context import FileContext, iter_scope_nodes
+from torchlint.fix_layout import indent_at
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.walker import iter_descendants
@@ -255,3 +256,103 @@ def _stays_bound(
         isinstance(n, cst.Name) and n.value == root and id(n) in stores
         for n in nodes[start + 1 : end]
     )
+
+
+#: Activation layers a fix may remove from the end of an `nn.Sequential`.
+_LAYERS = {
+    "torch.nn.Softmax": "softmax",
+    "torch.nn.LogSoftmax": "log_softmax",
+    "torch.nn.Sigmoid": "sigmoid",
+}
+#: Methods of a model that do not run it: the model may be used so elsewhere.
+_NOT_RUNNING = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "to",
+        "cuda",
+        "cpu",
+        "train",
+        "eval",
+        "zero_grad",
+        "state_dict",
+        "load_state_dict",
+    }
+)
+
+
+def drop_last_layer(
+    context: FileContext, argument: cst.BaseExpression, kinds: frozenset[str], message: str
+) -> FixBuilder | None:
+    """Remove the activation layer that ends `model = nn.Sequential(..., nn.Softmax(1))`
+    when the loss input is `model(x)` and the file runs the model nowhere else (so nothing
+    else wanted its probabilities)."""
+    found = _activation_source(context, argument)
+    if found is None or found[2]:
+        return None
+    call = found[0]
+    if not isinstance(call.func, cst.Name):
+        return None
+    name = call.func.value
+    sequential = _only_sequential(context, name)
+    if sequential is None or not sequential.args:
+        return None
+    last = sequential.args[-1]
+    if last.keyword is not None or last.star or not isinstance(last.value, cst.Call):
+        return None
+    if _LAYERS.get(context.qualified_name(last.value.func) or "") not in kinds:
+        return None
+    if len(sequential.args) < 2 or _has_other_runs(context, name, call):
+        return None
+    if m.findall(last, m.Comment()):
+        return None
+    args = list(sequential.args)
+    args[-2] = args[-2].with_changes(comma=last.comma)
+    shorter = sequential.with_changes(args=args[:-1])
+    indent = indent_at(context.module, sequential)
+    if indent is None:
+        return None
+    return FixBuilder(message, [(sequential, with_absolute_indent(shorter, indent))], safe=False)
+
+
+def _only_sequential(context: FileContext, name: str) -> cst.Call | None:
+    """The `nn.Sequential(...)` call of the file's only assignment to `name` (through
+    `.to(device)` and kin)."""
+    values = [
+        node.value
+        for node in m.findall(context.module, m.Assign())
+        if isinstance(node, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
+    ]
+    if len(values) != 1:
+        return None
+    value = values[0]
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("to", "cuda", "cpu", "float", "double", "train", "eval")
+    ):
+        value = value.func.value
+    if isinstance(value, cst.Call) and context.qualified_name(value.func) == "torch.nn.Sequential":
+        return value
+    return None
+
+
+def _has_other_runs(context: FileContext, name: str, call: cst.Call) -> bool:
+    """Whether the file uses `name` other than in `call`, its assignment and methods that
+    do not run it (`.parameters()`, `.to(device)`, ...)."""
+    allowed: set[int] = {id(call.func)}
+    for node in m.findall(context.module, m.AssignTarget(target=m.Name(name))):
+        assert isinstance(node, cst.AssignTarget)
+        allowed.add(id(node.target))
+    for node in m.findall(context.module, m.Attribute(value=m.Name(name))):
+        assert isinstance(node, cst.Attribute)
+        if node.attr.value in _NOT_RUNNING:
+            allowed.add(id(node.value))
+    for node in m.findall(context.module, m.Attribute()):
+        assert isinstance(node, cst.Attribute)
+        allowed.add(id(node.attr))
+    for node in m.findall(context.module, m.Arg(keyword=m.Name(name))):
+        assert isinstance(node, cst.Arg) and node.keyword is not None
+        allowed.add(id(node.keyword))
+    return any(id(node) not in allowed for node in m.findall(context.module, m.Name(name)))

@@ -6,9 +6,10 @@ import libcst as cst
 
 from torchlint.analysis.call_args import with_absolute_indent
 from torchlint.context import FileContext
+from torchlint.fix_layout import indent_at
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
-from torchlint.walker import iter_children, iter_descendants
+from torchlint.walker import iter_descendants
 
 
 def insert_zero_grad(
@@ -27,7 +28,7 @@ def insert_zero_grad(
     first = _insertion_point(list(body.body), backward)
     if not isinstance(first, cst.SimpleStatementLine):
         return None  # a compound statement first: where it starts is not a node of its own
-    indent = _indent_of(context, body)
+    indent = indent_at(context.module, first)
     if indent is None:
         return None
     head = first.body[0]
@@ -50,17 +51,3 @@ def _insertion_point(
         if statement is backward or any(n is backward for n in iter_descendants(statement)):
             break
     return statements[0]
-
-
-def _indent_of(context: FileContext, block: cst.IndentedBlock) -> str | None:
-    """The full indentation of the statements in `block`."""
-    default = context.module.default_indent
-    stack: list[tuple[cst.CSTNode, str]] = [(context.module, "")]
-    while stack:
-        node, indent = stack.pop()
-        if isinstance(node, cst.IndentedBlock):
-            indent += node.indent if node.indent is not None else default
-            if node is block:
-                return indent
-        stack.extend((child, indent) for child in iter_children(node))
-    return None
