@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from torchlint.analysis.activations import _ACTIVATION_FUNCTIONS, _is_tensor_activation_call
+from torchlint.analysis.activations import LOG_SOFTMAX, SIGMOID, SOFTMAX
 from torchlint.analysis.call_args import detached, keeps_comments, with_absolute_indent
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.fix_layout import indent_at
@@ -18,8 +18,20 @@ from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.walker import iter_descendants
 
+#: Activation functions a fix may drop, by kind.
+_FUNCTIONS = {
+    "torch.softmax": SOFTMAX,
+    "torch.nn.functional.softmax": SOFTMAX,
+    "torch.special.softmax": SOFTMAX,
+    "torch.log_softmax": LOG_SOFTMAX,
+    "torch.nn.functional.log_softmax": LOG_SOFTMAX,
+    "torch.special.log_softmax": LOG_SOFTMAX,
+    "torch.sigmoid": SIGMOID,
+    "torch.nn.functional.sigmoid": SIGMOID,
+    "torch.special.expit": SIGMOID,
+}
 #: Activation methods a fix may drop (`sigmoid_` works in place: dropping it changes more).
-_METHODS = frozenset({"softmax", "log_softmax", "sigmoid"})
+_METHODS = {"softmax": SOFTMAX, "log_softmax": LOG_SOFTMAX, "sigmoid": SIGMOID}
 #: Spellings of softmax whose log counterpart is the same spelling with `log_` in front.
 _LOG_SPELLINGS = frozenset(
     {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
@@ -44,7 +56,7 @@ def drop_activation(
         return FixBuilder(message, deletions=[binding])
     if read_before or not _stays_bound(context, activation, binding, argument):
         return None
-    return FixBuilder(message, [(argument, activation)], deletions=[binding])
+    return FixBuilder(message, [(argument, detached(context, activation))], deletions=[binding])
 
 
 def use_log_softmax(
@@ -60,9 +72,7 @@ def use_log_softmax(
         return None  # a bare imported `softmax`: its log twin would need an import
     qualified = context.qualified_name(func)
     is_method = qualified is None and func.attr.value == "softmax"
-    if qualified not in _LOG_SPELLINGS and not (
-        is_method and _is_tensor_activation_call(call, "softmax")
-    ):
+    if qualified not in _LOG_SPELLINGS and not (is_method and _tensor_method_call(call)):
         return None
     renamed = func.with_changes(attr=cst.Name("log_softmax"))
     return FixBuilder(message, [(func, renamed)])
@@ -125,7 +135,7 @@ def _activation_input(
     """`z` of `F.softmax(z, dim=1)` / `z.softmax(1)` when the call is one of `kinds`."""
     qualified = context.qualified_name(call.func)
     if qualified is not None:
-        if _ACTIVATION_FUNCTIONS.get(qualified) not in kinds:
+        if _FUNCTIONS.get(qualified) not in kinds:
             return None
         for arg in call.args:
             if arg.star:
@@ -136,12 +146,23 @@ def _activation_input(
     func = call.func
     if (
         isinstance(func, cst.Attribute)
-        and func.attr.value in _METHODS
-        and func.attr.value in kinds
-        and _is_tensor_activation_call(call, func.attr.value)
+        and _METHODS.get(func.attr.value) in kinds
+        and _tensor_method_call(call)
     ):
         return func.value
     return None
+
+
+def _tensor_method_call(call: cst.Call) -> bool:
+    """`x.sigmoid()`, or `x.softmax(d)` / `x.softmax(dim=d)`: the tensor methods' shapes."""
+    assert isinstance(call.func, cst.Attribute)
+    if call.func.attr.value == "sigmoid":
+        return not call.args
+    keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args) or not set(keywords) <= {"dim", "dtype"}:
+        return False
+    return (len(positional), "dim" in keywords) in ((1, False), (0, True))
 
 
 def _scope(context: FileContext) -> cst.CSTNode | None:
