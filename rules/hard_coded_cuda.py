@@ -130,9 +130,10 @@ class HardCodedCuda(Rule):
         uses: dict[int, list[cst.CSTNode]] = {}
         for target, scope in self._found:
             uses.setdefault(scope, []).append(target)
-        for targets in uses.values():
+        for scope, targets in uses.items():
             more = len(targets) - 1
-            also = f" ({more} more use{'s' if more > 1 else ''} in this function)" if more else ""
+            where = "in this function" if scope else "at module level"
+            also = f" ({more} more use{'s' if more > 1 else ''} {where})" if more else ""
             self.report(
                 targets[0],
                 f"CUDA is hard-coded{also} and this file never checks "
