@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
+import libcst.matchers as m
 
 from torchlint.analysis.devices import (
     FileFacts,
@@ -10,6 +13,7 @@ from torchlint.analysis.devices import (
     batch_message,
     enclosing_class_of,
     positional,
+    string_value,
 )
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
@@ -30,9 +34,10 @@ class BatchNotMovedToDevice(Rule):
     as moved after `x = x.to(device)`, `x = x.cuda()`, a dict comprehension that moves each
     value, or any helper call that takes the batch and a device (`move_to(batch, device)`).
     Models wrapped in `DataParallel`, `DistributedDataParallel` or `accelerator.prepare`
-    (which move inputs themselves), models kept on the CPU, and loaders that may yield
-    device tensors (a custom `collate_fn`, a device-aware wrapper or dataset) are not
-    reported.
+    (which move inputs themselves), models kept on the CPU, loaders that may yield
+    device tensors (a custom `collate_fn`, a device-aware wrapper or dataset), sequence
+    lengths (`lengths`, `src_lens`: `pack_padded_sequence` wants them on the CPU) and Python
+    lists that the file's collate function returns are not reported.
 
     ## Why is this bad?
     DataLoaders yield CPU tensors. Passing them to a model whose parameters are on a GPU
@@ -122,5 +127,63 @@ class BatchNotMovedToDevice(Rule):
         if self._facts is None:
             self._facts = FileFacts(self.context)
         for finding in LoaderFlow(self._facts, scope, classdef).run():
+            if stays_on_cpu(self.context, finding.variable):
+                continue
             # `{line}` is filled in with the move's line when the finding is located.
             self.report(finding.node, batch_message(finding, "{line}"), line_of=finding.move.call)
+
+
+# Sequence lengths: `pack_padded_sequence` takes them on the CPU, so they are not moved.
+_LENGTHS = re.compile(r"(?:^|[^a-z])(?:seq_?)?(?:len|lens|length|lengths)(?:$|[^a-z])")
+
+
+def stays_on_cpu(context: FileContext, variable: str) -> bool:
+    """A batch element that is right to leave on the CPU: sequence lengths, or a Python
+    list the file's collate function returns (a list has no `.to()`)."""
+    words = set(re.findall(r"\w+", variable))
+    return bool(_LENGTHS.search(variable.lower())) or bool(words & context.shared(_collated_lists))
+
+
+def _collated_lists(context: FileContext) -> frozenset[str]:
+    """Names (and dict keys) under which the file's collate functions return Python lists."""
+    passed = {
+        dotted_name(arg.value)
+        for arg in m.findall(context.module, m.Arg(keyword=m.Name("collate_fn")))
+        if isinstance(arg, cst.Arg)
+    }
+    found: set[str] = set()
+    for function in m.findall(context.module, m.FunctionDef()):
+        assert isinstance(function, cst.FunctionDef)
+        name = function.name.value
+        if "collate" not in name.lower() and name not in passed:
+            continue
+        lists = {
+            target
+            for target, values in context.assignments(function).items()
+            if values and all(_is_list(v) for v in values)
+        }
+
+        for returned in m.findall(function, m.Return()):
+            assert isinstance(returned, cst.Return)
+            value = returned.value
+            if isinstance(value, cst.Tuple):
+                found.update(
+                    e.value.value
+                    for e in value.elements
+                    if isinstance(e.value, cst.Name) and e.value.value in lists
+                )
+            elif isinstance(value, cst.Dict):
+                for item in value.elements:
+                    key = string_value(item.key) if isinstance(item, cst.DictElement) else None
+                    if key is not None and _is_list(item.value, lists):
+                        found.add(key)
+    return frozenset(found)
+
+
+def _is_list(value: cst.BaseExpression, names: set[str] | None = None) -> bool:
+    """A list display, comprehension or `list(...)` call, or one of `names`."""
+    if isinstance(value, cst.Name):
+        return value.value in (names or ())
+    if isinstance(value, cst.Call):
+        return dotted_name(value.func) == "list"
+    return isinstance(value, (cst.List, cst.ListComp))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
+import libcst.matchers as m
 
 from torchlint.analysis.call_args import detached, keeps_comments
 from torchlint.analysis.local_values import expression_value
@@ -14,6 +17,7 @@ from torchlint.names import dotted_name
 from torchlint.rule import Rule
 
 _PROXY_METHODS = frozenset({"rpc_sync", "rpc_async", "remote", "to_here"})
+_GRAPH_MODULE = re.compile(r"(?:^|_)gm$|graph_module", re.IGNORECASE)
 
 
 class ForwardCalledDirectly(Rule):
@@ -24,8 +28,12 @@ class ForwardCalledDirectly(Rule):
     parameter named `model`. An explicit unbound call through a class,
     `Parent.forward(self, x)`, is not reported, nor is `self.forward(x)`, a wrapper passing
     on its own `*args`/`**kwargs` (`self.module.forward(*args, **kwargs)`, which bypasses the
-    hooks on purpose), a call without arguments, RPC proxies (`rref.rpc_sync().forward(x)`),
-    data transforms, and test files (unit tests call `forward` on purpose).
+    hooks on purpose), a call whose comment says the bypass is meant (it mentions hooks,
+    "bypass", "deliberate", "on purpose", ...), a call without arguments, RPC proxies
+    (`rref.rpc_sync().forward(x)`) and `RemoteModule`s, a module built on the spot
+    (`nn.AdaptiveAvgPool2d(1).forward(x)`, which has no hooks yet), an fx `GraphModule`
+    named `gm` or `graph_module`, data transforms, and test files (unit tests call `forward`
+    on purpose).
 
     The fix calls the object instead: `obj.forward(x)` becomes `obj(x)`.
 
@@ -100,19 +108,30 @@ class ForwardCalledDirectly(Rule):
             return True
         if isinstance(receiver, cst.Call):
             called = dotted_name(receiver.func) or ""
-            # super().forward(x); RPC proxies (rref.rpc_sync().forward(x)) have no __call__.
-            return called in ("super", "type") or called.rsplit(".", 1)[-1] in _PROXY_METHODS
+            last_called = called.rsplit(".", 1)[-1]
+            # super().forward(x); RPC proxies (rref.rpc_sync().forward(x)) have no __call__;
+            # a module built on the spot (nn.AdaptiveAvgPool2d(1).forward(x)) has no hooks.
+            return (
+                called in ("super", "type")
+                or last_called in _PROXY_METHODS
+                or last_called[:1].isupper()
+            )
         name = dotted_name(receiver)
         if name is None:
             return False
         if name in ("self", "cls", "__class__"):
             return True
-        if self._known_non_module(receiver):
+        if self._known_non_module(receiver) or self._remote_module(receiver):
+            return True
+        if _explained_bypass(self.context):
             return True
         last = name.rsplit(".", 1)[-1]
-        # A class (nn.Linear.forward), TorchScript's C++ module handle (`self._c`), or a data
-        # transform (PyG and torchvision-v1 transforms are plain callables, not modules).
+        # A class (nn.Linear.forward), TorchScript's C++ module handle (`self._c`), a data
+        # transform (PyG and torchvision-v1 transforms are plain callables, not modules), or
+        # an fx GraphModule (`gm`), whose generated forward compilers call on purpose.
         if last[:1].isupper() or last == "_c" or "transform" in last.lower():
+            return True
+        if _GRAPH_MODULE.search(last):
             return True
         # A module or object imported by name (`some_module.forward(...)`): not a model here.
         return "." not in name and name in self.context.imports.aliases
@@ -125,6 +144,17 @@ class ForwardCalledDirectly(Rule):
             return False
         classdef = self.context.class_defs().get(dotted_name(value.func) or "")
         return classdef is not None and not self.context.is_nn_module(classdef)
+
+    def _remote_module(self, receiver: cst.BaseExpression) -> bool:
+        """A `RemoteModule` (torch.distributed.nn): `forward` is its remote-call API."""
+        last = (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
+        if "remote" in last:
+            return True
+        value = expression_value(self.context, receiver)
+        if isinstance(value, cst.Call):
+            called = self.context.qualified_name(value.func) or dotted_name(value.func) or ""
+            return called.endswith("RemoteModule")
+        return False
 
     def _delegates(self, call: cst.Call) -> bool:
         """`self.module.forward(*args, **kwargs)` passing on the caller's own `*args`: a
@@ -140,3 +170,26 @@ class ForwardCalledDirectly(Rule):
             arg.star and isinstance(arg.value, cst.Name) and arg.value.value in starred
             for arg in call.args
         )
+
+
+# A comment saying that skipping `__call__` is meant: "bypass the hooks", "on purpose", ...
+_BYPASS_COMMENT = re.compile(
+    r"hook|bypass|deliberate|intentional|on purpose|directly|__call__", re.IGNORECASE
+)
+
+
+def _explained_bypass(context: FileContext) -> bool:
+    """A comment on the statement's line, inside it, or just above it explains the call."""
+    statement = next(
+        (n for n in reversed(context.ancestors) if isinstance(n, cst.SimpleStatementLine)), None
+    )
+    if statement is None:
+        return False
+    comments: list[str] = []
+    for line in reversed(statement.leading_lines):
+        if line.comment is None:
+            break  # a blank line ends the comment block above the statement
+        comments.append(line.comment.value)
+    inline = statement.with_changes(leading_lines=())
+    comments += [c.value for c in m.findall(inline, m.Comment()) if isinstance(c, cst.Comment)]
+    return any(_BYPASS_COMMENT.search(comment) for comment in comments)

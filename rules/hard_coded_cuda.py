@@ -54,9 +54,10 @@ class HardCodedCuda(Rule):
     `torch.device("cuda")`, `.to("cuda")` — in a file that never checks whether CUDA is
     available: no `torch.cuda.is_available()`, `torch.accelerator`, `device_count()`, no
     `device` parameter of its own functions and no `--device`/`--cuda` command-line option.
-    Uses guarded by a device test (`if args.cuda:`, `if x.is_cuda:`), test files (which
-    gate GPU tests with their own skip markers) and CUDA-specific code (a file under a `cuda`
-    directory or importing `triton`, `cutlass`, `cupy`...) are not reported.
+    Each function is reported once, at its first use. Uses guarded by a device test
+    (`if args.cuda:`, `if x.is_cuda:`), test files (which gate GPU tests with their own skip
+    markers) and CUDA-specific code (a file under a `cuda` directory or importing `triton`,
+    `cutlass`, `cupy`...) are not reported.
 
     Off by default: GPU-only code (a CUDA kernel benchmark, a cluster job) is fine to
     hard-code; select the rule for code that should also run on CPU or other accelerators.
@@ -93,7 +94,8 @@ class HardCodedCuda(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self._found: list[cst.CSTNode] = []
+        #: Each hard-coded use, with the function it is in (0 at module level).
+        self._found: list[tuple[cst.CSTNode, int]] = []
         self._device_parameter = False
 
     def visit_Param(self, node: cst.Param) -> None:
@@ -104,7 +106,8 @@ class HardCodedCuda(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         target = self._hard_coded(node)
         if target is not None and not self._guarded():
-            self._found.append(target)
+            function = self.context.enclosing_function()
+            self._found.append((target, id(function) if function is not None else 0))
 
     def _guarded(self) -> bool:
         """Inside `if cuda:` / `if args.use_gpu:` / `if x.is_cuda:` (or its else branch)."""
@@ -123,12 +126,19 @@ class HardCodedCuda(Rule):
             return
         if _DEVICE_AWARE.search(self.context.source):
             return
-        for target in self._found:
+        # One finding per function (its first use): the remedy is one device for all of them.
+        uses: dict[int, list[cst.CSTNode]] = {}
+        for target, scope in self._found:
+            uses.setdefault(scope, []).append(target)
+        for scope, targets in uses.items():
+            more = len(targets) - 1
+            where = "in this function" if scope else "at module level"
+            also = f" ({more} more use{'s' if more > 1 else ''} {where})" if more else ""
             self.report(
-                target,
-                "CUDA is hard-coded and this file never checks torch.cuda.is_available(); "
-                "pick the device once (torch.device('cuda' if torch.cuda.is_available() else "
-                "'cpu')) and use .to(device)",
+                targets[0],
+                f"CUDA is hard-coded{also} and this file never checks "
+                "torch.cuda.is_available(); pick the device once (torch.device('cuda' if "
+                "torch.cuda.is_available() else 'cpu')) and use .to(device)",
             )
 
     def _hard_coded(self, node: cst.Call) -> cst.CSTNode | None:

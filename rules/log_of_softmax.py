@@ -9,6 +9,7 @@ import libcst as cst
 from torchlint.analysis.call_args import detached, keeps_comments, module_spelling
 from torchlint.analysis.probabilities import softmax_call_kind
 from torchlint.diagnostic import Severity
+from torchlint.fix_imports import import_line
 from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
 
@@ -112,7 +113,7 @@ class LogOfSoftmax(Rule):
                 if spelled is not None:
                     local = f"{spelled}.log_softmax"
                 else:
-                    line = _import_line(self.context.module)
+                    line = import_line(self.context.module)
                     if line is None:
                         return None
                     local = "log_softmax"
@@ -151,23 +152,4 @@ def _peel(argument: cst.BaseExpression) -> tuple[cst.Call, _Rebuild] | None:
         return func.value, lambda new: argument.with_changes(func=func.with_changes(value=new))
     if isinstance(argument, cst.Call):
         return argument, lambda new: new
-    return None
-
-
-def _import_line(module: cst.Module) -> int | None:
-    """The line of the first top-level import after any `from __future__` import."""
-    line = 1 + len(module.header)
-    for stmt in module.body:
-        line += len(stmt.leading_lines)
-        if isinstance(stmt, cst.SimpleStatementLine) and any(
-            isinstance(s, (cst.Import, cst.ImportFrom))
-            and not (
-                isinstance(s, cst.ImportFrom)
-                and isinstance(s.module, cst.Name)
-                and s.module.value == "__future__"
-            )
-            for s in stmt.body
-        ):
-            return line
-        line += module.code_for_node(stmt).count("\n") - len(stmt.leading_lines)
     return None

@@ -15,6 +15,7 @@ from torchlint.analysis.training_loop import (
     training_loops,
 )
 from torchlint.rule import Rule
+from torchlint.zero_grad_fix import insert_zero_grad
 
 
 class MissingZeroGrad(Rule):
@@ -57,12 +58,21 @@ class MissingZeroGrad(Rule):
         loss.backward()
         optimizer.step()
     ```
+
+    ## Fix safety
+    An unsafe fix inserts `optimizer.zero_grad()` at the top of the loop body: before its
+    first statement, or before the first one without comments above it or a block of its
+    own, up to the backward pass (not offered when the body is on the loop's line).
+    It is unsafe because where the gradients should be cleared is a decision about the
+    training: code that accumulates on purpose over a schedule the linter did not recognise
+    changes behaviour.
     """
 
     code = "TL501"
     name = "missing-zero-grad"
     # A finding needs an optimizer `.step(...)` call in the loop.
     triggers = ("step",)
+    fix_availability = "unsafe"
 
     # Only scopes that call backward() are analysed, once the walk has seen all of them.
     def visit_Call(self, node: cst.Call) -> None:
@@ -132,6 +142,7 @@ class MissingZeroGrad(Rule):
                 f"{_short(self.context.code(step.node))} but never {name}.zero_grad(): "
                 f"gradients accumulate across iterations; call {name}.zero_grad() at the "
                 "start of each iteration",
+                fix=insert_zero_grad(self.context, unit.node, optimizer, fed_by.node),
             )
 
 

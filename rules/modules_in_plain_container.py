@@ -43,12 +43,20 @@ class ModulesInPlainContainer(PlainContainerRule):
             super().__init__()
             self.layers = nn.ModuleList([nn.Linear(dim, dim) for _ in range(depth)])
     ```
+
+    ## Fix safety
+    The fix wraps the container in `nn.ModuleList` (or `nn.ModuleDict` for a dict with string keys),
+    adding the import when the file has no spelling of `torch.nn`. It is offered only when
+    the attribute is assigned once, every element is built right there (a call), and the
+    class uses no method the wrapper lacks; it is safe: the elements now get registered,
+    which is the point.
     """
 
     code = "TL401"
     name = "modules-in-plain-container"
     # Recognising an nn.Module subclass needs `torch.nn` (or `from torch import nn`).
     triggers = ("nn",)
+    fix_availability = "safe"
 
     element = MODULE
 

@@ -37,11 +37,19 @@ class ParametersInPlainContainer(PlainContainerRule):
             super().__init__()
             self.means = nn.ParameterList([nn.Parameter(torch.randn(dim)) for _ in range(k)])
     ```
+
+    ## Fix safety
+    The fix wraps the container in `nn.ParameterList` (or `nn.ParameterDict` for a dict
+    with string keys), adding the import when the file has no spelling of `torch.nn`. It
+    is offered only when the attribute is assigned once, every element is built right there
+    (an `nn.Parameter(...)` call), and the class uses no method the wrapper lacks; it is
+    safe: the elements now get registered, which is the point.
     """
 
     code = "TL402"
     name = "parameters-in-plain-container"
     triggers = ("Parameter",)
+    fix_availability = "safe"
 
     element = PARAMETER
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.activation_fixes import drop_activation, drop_last_layer
 from torchlint.analysis.activations import (
     BCE_WITH_LOGITS,
     SIGMOID,
@@ -11,6 +12,7 @@ from torchlint.analysis.activations import (
     has_loss_token,
 )
 from torchlint.context import FileContext
+from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
 
 
@@ -48,11 +50,20 @@ class SigmoidBeforeBceWithLogits(Rule):
     loss = criterion(logits, y)
     probs = torch.sigmoid(logits)  # for predictions
     ```
+
+    ## Fix safety
+    An unsafe fix passes the logits instead: it drops the sigmoid call that feeds the loss,
+    or the line `p = torch.sigmoid(z)` together with it when `p` is used nowhere else; for
+    `model = nn.Sequential(..., nn.Sigmoid())` it removes the last layer when the file runs
+    the model nowhere but in this loss. No fix is offered when the probabilities may be used
+    elsewhere too. It is unsafe because the loss values change, which is the point, and
+    what was tuned on the old ones (a learning rate) may need another look.
     """
 
     code = "TL102"
     name = "sigmoid-before-bce-with-logits"
     triggers = ("sigmoid", "Sigmoid", "expit")
+    fix_availability = "unsafe"
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -71,4 +82,14 @@ class SigmoidBeforeBceWithLogits(Rule):
             found.argument,
             f"{found.loss.label} applies sigmoid itself; pass the raw logits, not sigmoid "
             f"output ({found.activation.describe()}), or use nn.BCELoss on probabilities",
+            fix=_fix(self.context, found.argument),
         )
+
+
+def _fix(context: FileContext, argument: cst.BaseExpression) -> FixBuilder | None:
+    kinds = frozenset({SIGMOID})
+    fix = drop_activation(context, argument, kinds, "Pass the logits to the loss")
+    fix = fix or drop_last_layer(context, argument, kinds, "Remove the model's sigmoid layer")
+    if fix is not None:
+        fix.safe = False
+    return fix

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.activation_fixes import drop_activation, drop_last_layer
 from torchlint.analysis.activations import (
     CROSS_ENTROPY,
     LOG_SOFTMAX,
@@ -12,6 +13,7 @@ from torchlint.analysis.activations import (
     has_loss_token,
 )
 from torchlint.context import FileContext
+from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
 
 
@@ -57,11 +59,20 @@ class SoftmaxBeforeCrossEntropy(Rule):
     loss = F.cross_entropy(logits, y)
     probs = F.softmax(logits, dim=1)  # for metrics
     ```
+
+    ## Fix safety
+    An unsafe fix passes the logits instead: it drops the softmax call that feeds the loss,
+    or the line `p = softmax(z, dim)` together with it when `p` is used nowhere else; for
+    `model = nn.Sequential(..., nn.Softmax(dim=1))` it removes the last layer when the file
+    runs the model nowhere but in this loss. No fix is offered when the probabilities may be
+    used elsewhere too. It is unsafe because the loss values change, which is the point, and
+    what was tuned on the old ones (a learning rate) may need another look.
     """
 
     code = "TL101"
     name = "softmax-before-cross-entropy"
     triggers = ("softmax", "Softmax")
+    fix_availability = "unsafe"
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -90,4 +101,13 @@ class SoftmaxBeforeCrossEntropy(Rule):
             )
         else:
             return
-        self.report(found.argument, message)
+        self.report(found.argument, message, fix=_fix(self.context, found.argument))
+
+
+def _fix(context: FileContext, argument: cst.BaseExpression) -> FixBuilder | None:
+    kinds = frozenset({SOFTMAX, LOG_SOFTMAX})
+    fix = drop_activation(context, argument, kinds, "Pass the logits to the loss")
+    fix = fix or drop_last_layer(context, argument, kinds, "Remove the model's softmax layer")
+    if fix is not None:
+        fix.safe = False
+    return fix

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.activation_fixes import use_log_softmax
 from torchlint.analysis.activations import NLL, SOFTMAX, activation_flow, has_loss_token
 from torchlint.context import FileContext
+from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
 
 
@@ -41,11 +43,18 @@ class SoftmaxBeforeNllLoss(Rule):
     log_probs = F.log_softmax(model(x), dim=1)
     loss = F.nll_loss(log_probs, y)
     ```
+
+    ## Fix safety
+    An unsafe fix turns the softmax into `log_softmax` with the same arguments, when its
+    output feeds only this loss (directly, or through a name used nowhere else). It is
+    unsafe because the loss values change, which is the point, and what was tuned on the
+    old ones (a learning rate) may need another look.
     """
 
     code = "TL103"
     name = "softmax-before-nll-loss"
     triggers = ("softmax", "Softmax")
+    fix_availability = "unsafe"
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -63,4 +72,12 @@ class SoftmaxBeforeNllLoss(Rule):
             f"{found.loss.label} expects log-probabilities, but this is softmax output "
             f"({found.activation.describe()}); use log_softmax instead of softmax, "
             "or nn.CrossEntropyLoss on the raw logits",
+            fix=_fix(self.context, found.argument),
         )
+
+
+def _fix(context: FileContext, argument: cst.BaseExpression) -> FixBuilder | None:
+    fix = use_log_softmax(context, argument, "Use log_softmax instead of softmax")
+    if fix is not None:
+        fix.safe = False
+    return fix

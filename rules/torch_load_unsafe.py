@@ -6,7 +6,14 @@ import libcst as cst
 
 from torchlint.analysis.call_args import add_keyword, detached, has_star_kwargs, keyword, positional
 from torchlint.analysis.test_paths import is_test_file
-from torchlint.analysis.torch_load import is_torch_load, loads_own_data, version_tuple
+from torchlint.analysis.torch_load import (
+    in_type_error_fallback,
+    is_torch_load,
+    loads_own_data,
+    pickled_object_kind,
+    under_safe_globals,
+    version_tuple,
+)
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
@@ -24,12 +31,18 @@ class TorchLoadUnsafe(Rule):
     Checks for `torch.load(...)` calls that do not pass `weights_only=` (parity with
     TorchFix's TOR102). Calls that forward `**kwargs` are not reported, since the keyword may
     be among them, and neither are loads of data the program itself just wrote (an
-    `io.BytesIO` buffer, or a file the same function saved with `torch.save`) or test files.
-    When the project's `torch-version` setting is 2.6 or newer, where `weights_only=True` is
-    the default, nothing is reported.
+    `io.BytesIO` buffer, or a file the same function or script saved with `torch.save`),
+    loads inside `with torch.serialization.safe_globals(...)`, the `except TypeError:`
+    fallback for a torch too old to know `weights_only`, or test files. When the project
+    targets torch 2.6 or newer, where `weights_only=True` is the default, nothing is
+    reported: the `torch-version` setting says which torch, and without it the version of
+    the torch installed next to torchlint counts.
 
-    An unsafe fix adds `weights_only=True` (not offered when the call passes a
-    `pickle_module`, which cannot be combined with it).
+    An unsafe fix adds `weights_only=True`. It is not offered when the call passes a
+    `pickle_module`, which cannot be combined with it, nor when the file holds an object
+    `weights_only=True` cannot load, and the message says what to do instead: a whole
+    pickled model (the result is called, or a module method such as `.eval()` is called on
+    it) or a numpy array (the result goes to `torch.from_numpy`).
 
     ## Why is this bad?
     Before torch 2.6, `torch.load` unpickles the file with the full `pickle` machinery, and
@@ -67,8 +80,20 @@ class TorchLoadUnsafe(Rule):
             return
         if is_test_file(self.context.path) or loads_own_data(self.context, node):
             return
+        if under_safe_globals(self.context) or in_type_error_fallback(self.context):
+            return
         target = version_tuple(self.context.torch_version)
         if target is not None and target >= _SAFE_DEFAULT_SINCE:
+            return
+        kind = pickled_object_kind(self.context, node)
+        if kind is not None:
+            self.report(
+                node,
+                "torch.load without weights_only= can execute arbitrary code from the pickle, "
+                f"and this file holds {kind}, which weights_only=True (the default from torch "
+                "2.6) cannot load: save tensors or a state_dict() instead, or pass "
+                "weights_only=False if you trust the file",
+            )
             return
         fix = None
         pickles = keyword(node, "pickle_module") is not None or (

@@ -9,7 +9,7 @@ import libcst as cst
 from torchlint.analysis.call_args import add_keyword, detached, has_star_kwargs, keyword, positional
 from torchlint.analysis.local_values import binding_value
 from torchlint.analysis.test_paths import is_test_file
-from torchlint.analysis.torch_load import is_torch_load, loads_own_data
+from torchlint.analysis.torch_load import is_torch_load, loads_file_it_saves, loads_own_data
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
@@ -35,7 +35,9 @@ class TorchLoadWithoutMapLocation(Rule):
     device at run time: it calls `torch.cuda.is_available()`, builds `torch.device("cuda")`,
     picks `"cuda" if ... else "cpu"`, or assigns its own `device = ...` and moves things
     `.to(device)`. Calls that forward `**kwargs`, loads of data the program just wrote (an
-    `io.BytesIO` buffer, a file saved by the same function) and test files are not reported.
+    `io.BytesIO` buffer, a file saved by the same function), loads of a file the same file
+    saves with `torch.save` (the same path expression, or a handle opened on it: the run
+    that reads it wrote it on this machine) and test files are not reported.
 
     An unsafe fix adds `map_location=device` when a variable named `device` is assigned (or is
     a parameter) in the enclosing function or at module level before the call, and
@@ -87,6 +89,8 @@ class TorchLoadWithoutMapLocation(Rule):
                 self.context.path
             )
         if not self._chooses_device or loads_own_data(self.context, node):
+            return
+        if loads_file_it_saves(self.context, node):
             return
         device = self._device_in_scope(node)
         spelled = device or '"cpu"'

@@ -149,8 +149,8 @@ def test_exclude_and_force_exclude(project: Path) -> None:
 def test_gitignore_and_default_excludes(project: Path) -> None:
     (project / ".git").mkdir()
     (project / ".gitignore").write_text("generated/\n")
-    for folder in ("generated", ".venv", "build"):
-        (project / folder).mkdir()
+    for folder in ("generated", ".venv", "build", "nb/.ipynb_checkpoints"):
+        (project / folder).mkdir(parents=True)
         (project / folder / "m.py").write_text(BUGGY)
     result = run_cli(".", "--show-files", cwd=project)
     assert sorted(result.stdout.split()) == ["buggy.py", "clean.py"]

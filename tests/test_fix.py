@@ -146,3 +146,50 @@ def test_a_file_changed_since_it_was_read_is_not_written(tmp_path: Path) -> None
     write_atomically(path, b"fixed\n", expected=b"new content\n")
     assert path.read_text() == "fixed\n"
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]  # no temp file left behind
+
+
+def test_container_fix_adds_the_nn_import_when_the_file_has_none() -> None:
+    source = (
+        '"""Model."""\n'
+        "from torch.nn import Linear, Module\n"
+        "\n"
+        "\n"
+        "class Stack(Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = [Linear(2, 2), Linear(2, 2)]\n"
+    )
+
+    def lint(text: str) -> list:
+        return lint_source(text, "model.py", {"TL401"})
+
+    fixed = fix_source(source, lint).source
+    assert fixed == source.replace(
+        "from torch.nn import Linear, Module\n",
+        "from torch.nn import ModuleList\nfrom torch.nn import Linear, Module\n",
+    ).replace("[Linear(2, 2), Linear(2, 2)]", "ModuleList([Linear(2, 2), Linear(2, 2)])")
+    assert fix_source(fixed, lint).fixed == 0
+
+
+def test_softmax_layer_is_removed_only_when_the_model_feeds_nothing_else() -> None:
+    source = (
+        "import torch.nn as nn\n"
+        "\n"
+        "model = nn.Sequential(\n"
+        "    nn.Linear(8, 3),\n"
+        "    nn.Softmax(dim=1),\n"
+        ")\n"
+        "criterion = nn.CrossEntropyLoss()\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "loss = criterion(model(x), y)\n"
+    )
+
+    def lint(text: str) -> list:
+        return lint_source(text, "train.py", {"TL101"})
+
+    fixed = fix_source(source, lint, unsafe=True)
+    assert fixed.source == source.replace("    nn.Softmax(dim=1),\n", "")
+    assert fixed.remaining == []
+    assert fix_source(source, lint).fixed == 0  # the fix is unsafe
+    predicting = source + "probs = model(x_test)\n"
+    assert fix_source(predicting, lint, unsafe=True).fixed == 0

@@ -40,6 +40,29 @@ def test_ipython_syntax_is_masked_with_the_same_line_count() -> None:
     )
 
 
+def test_shell_command_continued_on_indented_lines_is_masked() -> None:
+    cell = "!pip install -q -U \\\n    torch \\\n    torchvision\nimport torch\nx = 1 + \\\n    2"
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "metadata": {},
+                "source": cell,
+                "outputs": [],
+            }
+        ],
+    }
+    data = json.dumps(notebook).encode()
+    assert lint_input("setup.ipynb", data, set(all_rules())) == []
+    masked = mask_cell(cell)
+    assert masked[:3] == ["pass  # torchlint: masked IPython syntax"] * 3
+    assert masked[3:] == ["import torch", "x = 1 + \\", "    2"]
+
+
 def test_text_and_json_output_name_the_cell(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "notebooks" / "training.ipynb", tmp_path / "nb.ipynb")
     result = run_cli(".", "--no-cache", cwd=tmp_path)
@@ -84,6 +107,27 @@ def test_fix_changes_only_the_fixed_cell_sources(tmp_path: Path) -> None:
     restored = json.dumps(after, indent=1, ensure_ascii=False) + "\n"
     assert restored == (FIXTURES / "notebooks" / "training.ipynb").read_text()
     # A second run has nothing left to fix.
+    again = fix_input(str(path), path.read_bytes(), set(all_rules()), unsafe=False)
+    assert again.data is None
+
+
+def test_unsafe_fix_of_a_softmax_lands_in_its_cell(tmp_path: Path) -> None:
+    path = tmp_path / "nb.ipynb"
+    shutil.copy(FIXTURES / "notebooks" / "TL101.ipynb", path)
+    before = json.loads(path.read_text())
+    result = run_cli("nb.ipynb", "--fix", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert "1 fixed" in result.stdout
+    after = json.loads(path.read_text())
+    assert "".join(after["cells"][3]["source"]) == (
+        "%%time\n"
+        "for x, y in [(torch.randn(4, 784), torch.tensor([0, 1, 2, 3]))]:\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = criterion(model(x), y)  # error: TL101\n"
+        "    loss.backward()\n"
+        "    optimizer.step()"
+    )
+    after["cells"][3]["source"] = before["cells"][3]["source"]
+    assert after == before
     again = fix_input(str(path), path.read_bytes(), set(all_rules()), unsafe=True)
     assert again.data is None
 

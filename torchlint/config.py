@@ -29,6 +29,7 @@ DEFAULT_EXCLUDES = (
     ".eggs",
     ".git",
     ".hg",
+    ".ipynb_checkpoints",
     ".mypy_cache",
     ".nox",
     ".ruff_cache",

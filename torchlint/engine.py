@@ -125,6 +125,7 @@ def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
     for report in reports:
         if report.fix is not None:
             nodes.extend(old for old, _ in report.fix.replacements)
+            nodes.extend(report.fix.deletions)
         if report.line_of is not None:
             nodes.append(report.line_of)
     spans = locate(context.module, nodes)
@@ -139,6 +140,9 @@ def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
                 a, b, c, d = spans[old]
                 edits.append(Edit(a, b + 1, c, d + 1, text))
             edits.extend(Edit(line, 1, line, 1, text) for line, text in report.fix.insertions)
+            for statement in report.fix.deletions:
+                first, _, last, _ = spans[statement]
+                edits.append(Edit(first, 1, last + 1, 1, ""))
             fix = Fix(report.fix.message, tuple(edits), report.fix.safe)
         diagnostics.append(
             Diagnostic(

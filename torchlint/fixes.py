@@ -16,3 +16,5 @@ class FixBuilder:
     safe: bool = True
     #: Text inserted at the start of a line: (1-based line, text), e.g. a missing import.
     insertions: list[tuple[int, str]] = field(default_factory=list)
+    #: Statements removed with their whole lines (a statement alone on its lines).
+    deletions: list[cst.SimpleStatementLine] = field(default_factory=list)

@@ -130,13 +130,18 @@ def mask_cell(source: str) -> list[str]:
             return [""] * len(lines)
         lines = [_MASK, *lines[1:]]  # %%time, %%capture, ...: the body is Python
     masked = []
+    continued: str | None = None  # the indent of a magic line that ended with `\`
     for line in lines:
         match = _MAGIC_LINE.match(line) or _SHELL_ASSIGN.match(line)
-        if match or _HELP_LINE.match(line):
-            indent = re.match(r"\s*", line).group()  # type: ignore[union-attr]
-            masked.append(indent + _MASK)
+        if continued is not None:
+            masked.append(continued + _MASK)  # `!pip install \` goes on, indented or not
+        elif match or _HELP_LINE.match(line):
+            continued = re.match(r"\s*", line).group()  # type: ignore[union-attr]
+            masked.append(continued + _MASK)
         else:
             masked.append(line)
+        if not line.rstrip().endswith("\\"):
+            continued = None
     return masked
 
 

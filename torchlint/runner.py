@@ -27,6 +27,7 @@ from torchlint.errors import TorchlintError
 from torchlint.fixing import FileChangedError, applicable, write_atomically
 from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_source
 from torchlint.noqa import apply_suppressions
+from torchlint.torch_version import target_torch_version
 
 SHAPE_PREFIX = "TL6"
 #: Where the shape checks' absence is explained, once per run.
@@ -113,7 +114,7 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
                 reason = exc.strerror or type(exc).__name__
                 result.diagnostics.append(file_error(display, f"cannot read file: {reason}"))
             continue
-        key = cache_key(data, settings.enabled, settings.config.torch_version or "")
+        key = cache_key(data, settings.enabled, _torch_version(settings) or "")
         tasks.append(_Task(display, path, data, settings, key))
     found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs, options.progress)
     if options.fix_mode:
@@ -150,12 +151,16 @@ def _source_codes(task: _Task) -> set[str]:
     return {c for c in task.settings.enabled if not c.startswith(SHAPE_PREFIX)}
 
 
+def _torch_version(settings: FileSettings) -> str | None:
+    return target_torch_version(settings.config.torch_version)
+
+
 def _lint_one(task: _Task) -> list[Diagnostic]:
     return lint_input(
         task.display,
         task.data,
         _source_codes(task),
-        torch_version=task.settings.config.torch_version,
+        torch_version=_torch_version(task.settings),
     )
 
 
@@ -317,7 +322,7 @@ def _fix_one(
         task.data,
         _source_codes(task),
         unsafe=options.unsafe_fixes,
-        torch_version=task.settings.config.torch_version,
+        torch_version=_torch_version(task.settings),
     )
     result.warnings.extend(outcome.warnings)
     if outcome.data is None:

@@ -156,7 +156,11 @@ def detached(context: FileContext, node: cst.CSTNode) -> cst.CSTNode:
     Continuation lines inside brackets are indented relative to the enclosing block; a
     replacement rendered outside the tree would lose that part, so spell it out.
     """
-    indent = block_indent(context)
+    return with_absolute_indent(node, block_indent(context))
+
+
+def with_absolute_indent(node: cst.CSTNode, indent: str) -> cst.CSTNode:
+    """`node` with its continuation lines indented by `indent` plus their own indentation."""
     if not indent:
         return node
     return node.visit(_AbsoluteIndent(indent))

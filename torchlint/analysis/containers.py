@@ -20,6 +20,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from torchlint.container_fixes import wrap_container
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
@@ -219,7 +220,8 @@ class PlainContainerRule(Rule):
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         for finding in container_analysis(self.context).findings(node):
             if finding.element == self.element:
-                self.report(finding.node, self.message(finding))
+                fix = wrap_container(self.context, node, finding)
+                self.report(finding.node, self.message(finding), fix=fix)
 
 
 def _parameter_names(method: cst.FunctionDef) -> set[str]:

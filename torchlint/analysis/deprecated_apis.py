@@ -13,11 +13,10 @@ removed API is reported as "removed in later releases".
 
 from __future__ import annotations
 
-import importlib.metadata
 from dataclasses import dataclass
-from functools import cache
 
 from torchlint.analysis.torch_load import version_tuple
+from torchlint.torch_version import installed_torch_version as installed_torch_release
 
 Version = tuple[int, int]
 
@@ -323,15 +322,9 @@ BY_NAME: dict[str, DeprecatedApi] = {api.name: api for api in DEPRECATED_APIS}
 LAST_SEGMENTS: frozenset[str] = frozenset(api.name.rsplit(".", 1)[-1] for api in DEPRECATED_APIS)
 
 
-@cache
 def installed_torch_version() -> Version | None:
     """The installed torch's version from its metadata (torch itself is not imported)."""
-    try:
-        return version_tuple(importlib.metadata.version("torch"))
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    except Exception:  # broken metadata must not break linting
-        return None
+    return version_tuple(installed_torch_release())
 
 
 def target_version(configured: str | None) -> Version | None:

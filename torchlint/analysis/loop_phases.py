@@ -343,11 +343,12 @@ def model_called(call: cst.Call) -> str | None:
 
 
 def mode_call(call: cst.Call) -> tuple[str, str] | None:
-    """(`M`, "eval" | "train") for `M.eval()`, `M.train()`, `M.train(False)`."""
+    """(`M`, "eval" | "train") for `M.eval()`, `M.train()`, `M.train(False)`, also chained
+    after calls that return the module itself (`M.to(device).train()`)."""
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
         return None
-    receiver = dotted_name(func.value)
+    receiver = dotted_name(_same_module_receiver(func.value))
     if receiver is None:
         return None
     if func.attr.value == "eval":
@@ -357,6 +358,21 @@ def mode_call(call: cst.Call) -> tuple[str, str] | None:
         if isinstance(value, cst.Name) and value.value == "False":
             return receiver, "eval"
     return receiver, "train"
+
+
+#: Module methods that return the module itself.
+_RETURN_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type"})
+
+
+def _same_module_receiver(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`M` for `M.to(device).cuda()`: strips the calls that return their module."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in _RETURN_SELF
+    ):
+        expr = expr.func.value
+    return expr
 
 
 def fed_to_backward(index: ScopeIndex, backwards: list[cst.Call]) -> set[str]:
