@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import BUGGY, run_cli
 from torchlint import engine
 from torchlint.cli import main
+from torchlint.parse_guard import complexity_error
 from torchlint.registry import all_rules
 from torchlint.rule import Rule
 
@@ -91,3 +92,93 @@ def test_a_crashing_rule_keeps_the_other_rules_results(
     assert main(["m.py", "--no-cache", "--jobs", "1", "--select", "TL101,TL998"]) == 2
     out = capsys.readouterr()
     assert "TL999" in out.out and "TL101" in out.out and "Traceback" not in out.err
+
+
+# Each builds the body of `x = ...` that would crash or stall LibCST without the guard.
+_HOSTILE_EXPRESSIONS = {
+    "parens": "(" * 5000 + "1" + ")" * 5000,
+    "brackets": "[" * 5000 + "1" + "]" * 5000,
+    "sum": " + ".join(["a"] * 20_000),
+    "sum_over_lines": "(" + " +\n".join(["a"] * 20_000) + ")",
+    "sum_continued": " + \\\n".join(["a"] * 20_000),
+    "attributes": "a" + ".b" * 20_000,
+    "calls": "a" + "()" * 4000,
+    "calls_with_arguments": " + ".join(["f(a, b=1)"] * 5000),
+    "nots": "not " * 20_000 + "a",
+    "lambdas": "lambda: " * 4000 + "1",
+    "nested_unary": "(-" * 199 + "-" * 2000 + "1" + ")" * 199,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HOSTILE_EXPRESSIONS))
+def test_hostile_nesting_costs_only_its_file(tmp_path: Path, name: str) -> None:
+    source = f"{BUGGY}x = {_HOSTILE_EXPRESSIONS[name]}\n"  # BUGGY makes rules look at it
+    (tmp_path / "hostile.py").write_text(source)
+    (tmp_path / "good.py").write_text(BUGGY)
+    result = run_cli(".", "--no-cache", "--no-shapes", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    lines = _lines(result)
+    assert any(line.startswith("good.py:5:28: TL101") for line in lines)
+    reported = [line for line in lines if line.startswith("hostile.py:1:1: TL000")]
+    assert len(reported) == 1
+    assert "too deeply nested to analyse" in reported[0] or "too long to analyse" in reported[0]
+
+
+def test_the_guard_passes_the_installed_torch_sources() -> None:
+    """Real code, the largest Python package at hand, is far from either threshold."""
+    torch_dir = Path(__import__("importlib.util").util.find_spec("torch").origin).parent
+    flagged = [
+        path
+        for path in sorted((torch_dir / "nn").rglob("*.py"))
+        if complexity_error(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert flagged == []
+
+
+def test_a_file_that_does_not_parse_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = engine.cst.parse_module
+    monkeypatch.setattr(engine.cst, "parse_module", lambda s: calls.append(s) or real(s))
+    diagnostics = engine.lint_source("import torch\ndef f(:\n", "m.py", set(all_rules()))
+    assert [d.code for d in diagnostics] == ["TL000"] and len(calls) == 1
+
+
+def test_rules_survive_the_longest_expression_the_guard_lets_through(tmp_path: Path) -> None:
+    terms = " + ".join(["torch.zeros(3)"] * 160)  # about 480 operators: just under the limit
+    chains = {
+        "sum": terms,
+        "attributes": "x" + ".b" * 490,
+        "subscripts": "x" + "[0]" * 490,
+        "nots": "not " * 490 + "x",
+    }
+    for name, expression in chains.items():
+        source = (
+            "import torch\n\n\nclass M(torch.nn.Module):\n"
+            f"    def forward(self, x):\n        y = {expression}\n        return y\n"
+        )
+        assert complexity_error(source) is None, name
+        codes = [d.code for d in engine.lint_source(source, "m.py", set(all_rules()))]
+        assert "TL999" not in codes and "TL000" not in codes, name
+
+
+def test_unreadable_notebook_json_costs_only_its_file(tmp_path: Path) -> None:
+    (tmp_path / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "bigint.ipynb").write_text('{"nbformat": 4, "x": ' + "9" * 5000 + "}")
+    (tmp_path / "good.py").write_text(BUGGY)
+    result = run_cli(".", "--no-cache", "--no-shapes", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    lines = _lines(result)
+    assert any(line.startswith("good.py:5:28: TL101") for line in lines)
+    assert any(line.startswith("deep.ipynb:1:1: TL000") and "too deeply" in line for line in lines)
+    assert any(line.startswith("bigint.ipynb:1:1: TL000") and "digits" in line for line in lines)
+
+
+def test_a_loop_of_file_links_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text(BUGGY)
+    os.symlink("b.py", tmp_path / "a.py")
+    os.symlink("a.py", tmp_path / "b.py")
+    os.symlink("itself.py", tmp_path / "itself.py")
+    result = run_cli(".", "--no-cache", "--no-shapes", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert [line[:18] for line in _lines(result)] == ["good.py:5:28: TL101"[:18]]
+    assert result.stderr.count("symbolic link loop, not followed") == 3

@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
-
 from torchlint.diagnostic import Diagnostic, Edit
+from torchlint.engine import parse_error
 
 MAX_PASSES = 10
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -110,11 +109,7 @@ def fix_source(
 
 
 def parses(source: str) -> bool:
-    try:
-        cst.parse_module(source)
-    except Exception:
-        return False
-    return True
+    return parse_error(source) is None
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,10 @@ def read_notebook(text: str) -> Notebook:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotebookError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    except RecursionError:
+        raise NotebookError("its JSON is nested too deeply to read") from None
+    except ValueError as exc:  # an integer too long to convert, among others
+        raise NotebookError(f"not readable JSON: {str(exc).split(';')[0]}") from None
     if not isinstance(data, dict) or data.get("nbformat") != 4:
         found = data.get("nbformat") if isinstance(data, dict) else None
         raise NotebookError(f"not an nbformat 4 notebook (nbformat: {found!r})")
