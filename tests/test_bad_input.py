@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import BUGGY, run_cli
 from torchlint import engine
 from torchlint.cli import main
+from torchlint.fixing import write_atomically
 from torchlint.parse_guard import complexity_error
 from torchlint.registry import all_rules
 from torchlint.rule import Rule
@@ -182,3 +183,60 @@ def test_a_loop_of_file_links_is_skipped_with_a_warning(tmp_path: Path) -> None:
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert [line[:18] for line in _lines(result)] == ["good.py:5:28: TL101"[:18]]
     assert result.stderr.count("symbolic link loop, not followed") == 3
+
+
+_FIXABLE = """\
+import torch
+import torch.nn.functional as F
+
+
+def log_probs(logits):
+    return torch.log(F.softmax(logits, dim=1))
+"""
+
+
+def test_fix_writes_through_hard_links(tmp_path: Path) -> None:
+    path, twin = tmp_path / "m.py", tmp_path / "twin.py"
+    path.write_text(_FIXABLE)
+    os.link(path, twin)
+    inode = path.stat().st_ino
+    result = run_cli("m.py", "--fix", "--no-cache", "--no-shapes", cwd=tmp_path)
+    assert "1 fixed" in result.stdout, result.stdout + result.stderr
+    assert "F.log_softmax(logits, dim=1)" in path.read_text()
+    assert twin.read_text() == path.read_text() and path.stat().st_ino == inode
+
+
+def test_a_single_link_file_is_still_replaced_atomically(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("old\n")
+    inode = path.stat().st_ino
+    write_atomically(path, b"new\n", expected=b"old\n")
+    assert path.read_text() == "new\n" and path.stat().st_ino != inode
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another owner")
+def test_fix_keeps_the_owner_and_group(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("old\n")
+    os.chown(path, 4321, 4322)
+    write_atomically(path, b"new\n", expected=b"old\n")
+    info = path.stat()
+    assert (info.st_uid, info.st_gid) == (4321, 4322) and path.read_text() == "new\n"
+
+
+def test_a_crlf_notebook_is_fixed_and_keeps_its_line_endings(tmp_path: Path) -> None:
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "notebooks" / "training.ipynb"
+    path = tmp_path / "nb.ipynb"
+    original = fixture.read_bytes().replace(b"\n", b"\r\n")
+    path.write_bytes(original)
+    diff = run_cli("nb.ipynb", "--diff", "--no-cache", "--no-shapes", cwd=tmp_path)
+    assert "+    return F.log_softmax(logits, dim=1)" in diff.stdout
+    result = run_cli("nb.ipynb", "--fix", "--no-cache", "--no-shapes", cwd=tmp_path)
+    assert "1 fixed" in result.stdout, result.stdout + result.stderr
+    fixed = path.read_bytes()
+    assert b"F.log_softmax(logits, dim=1)" in fixed
+    assert fixed.count(b"\r\n") == original.count(b"\r\n") and b"\r\r" not in fixed
+    expected = original.replace(
+        b"torch.log(F.softmax(logits, dim=1))", b"F.log_softmax(logits, dim=1)"
+    )
+    assert fixed == expected

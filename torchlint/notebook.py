@@ -203,9 +203,12 @@ def with_cell_sources(notebook: Notebook, sources: dict[int, str]) -> str:
     """
     indent = _detect_indent(notebook.text)
     trailing = notebook.text[len(notebook.text.rstrip("\r\n")) :]
+    # JSON escapes newlines inside strings, so every raw one is layout: keep the file's kind.
+    newline = "\r\n" if "\r\n" in notebook.text else "\n"
 
     def dump(data: dict[str, Any]) -> str:
-        return json.dumps(data, indent=indent, ensure_ascii=False) + trailing
+        text = json.dumps(data, indent=indent, ensure_ascii=False)
+        return (text.replace("\n", newline) if newline != "\n" else text) + trailing
 
     if dump(notebook.data) != notebook.text:
         raise NotebookError("its JSON layout is unusual, so it cannot be rewritten exactly")
