@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -240,3 +244,92 @@ def test_a_crlf_notebook_is_fixed_and_keeps_its_line_endings(tmp_path: Path) -> 
         b"torch.log(F.softmax(logits, dim=1))", b"F.log_softmax(logits, dim=1)"
     )
     assert fixed == expected
+
+
+_ROOT = Path(__file__).resolve().parent.parent
+_SNIPPETS = [
+    b"(",
+    b")",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b":",
+    b",",
+    b"\\\n",
+    b"\n    ",
+    b'"""',
+    b"'",
+    b"lambda",
+    b" not ",
+    b".",
+    b"**",
+    b"\x00",
+    b"\xff\xfe",
+    b"\r",
+    b"\t",
+    b"#",
+    b"@",
+    b"torch.",
+    b"def forward(self, x):\n",
+    b"import torch\n",
+    b"=",
+    b"%%time\n",
+    b"!",
+]
+
+
+def _mutate(data: bytes, rng: random.Random) -> bytes:
+    """One random edit: delete, duplicate, insert a snippet, swap lines, flip a byte, truncate."""
+    if not data:
+        return rng.choice(_SNIPPETS)
+    a, b = sorted(rng.randrange(len(data) + 1) for _ in range(2))
+    kind = rng.randrange(6)
+    if kind == 0:
+        return data[:a] + data[b : b + (b - a) // 4] + data[b:]
+    if kind == 1:
+        return data[:b] + data[a:b] * rng.randint(1, 3) + data[b:]
+    if kind == 2:
+        return data[:a] + rng.choice(_SNIPPETS) * rng.randint(1, 40) + data[a:]
+    if kind == 3:
+        lines = data.splitlines(keepends=True)
+        i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+        return b"".join(lines)
+    if kind == 4:
+        return data[:a] + bytes([rng.randrange(256)]) + data[a + 1 :]
+    return data[:a]
+
+
+def test_fuzzed_real_files_are_each_reported_without_a_crash(tmp_path: Path) -> None:
+    """Mutated fixtures and examples: every file is checked, no traceback, no rule crash."""
+    rng = random.Random(20_240_601)
+    sources = sorted(
+        p
+        for p in [*(_ROOT / "fixtures").rglob("*"), *(_ROOT / "examples").rglob("*.py")]
+        if p.suffix in (".py", ".ipynb")
+    )
+    names = []
+    for index, source in enumerate(sources):
+        data = source.read_bytes()
+        for variant in range(3):
+            for _ in range(rng.randint(1, 4)):
+                data = _mutate(data, rng)
+            name = f"f{index:03d}_{variant}{source.suffix}"
+            (tmp_path / name).write_bytes(data)
+            names.append(name)
+    script = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "from torchlint.config import Overrides\nfrom torchlint.runner import RunOptions, run\n"
+        "r = run([Path('.')], Overrides(shapes='off'), RunOptions(use_cache=False, jobs=1))\n"
+        "print(json.dumps({'files': r.files, 'codes': [[d.path, d.code, d.message]"
+        " for d in r.diagnostics]}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert sorted(result["files"]) == sorted(names)
+    crashes = [entry for entry in result["codes"] if entry[1] == "TL999"]
+    assert crashes == []
