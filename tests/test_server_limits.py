@@ -59,6 +59,20 @@ async def test_an_oversized_document_is_not_analysed_and_says_why(
     doc.close()
 
 
+async def test_hostile_nesting_is_reported_and_the_server_keeps_serving(
+    client: LanguageClient, workspace: Path
+) -> None:
+    doc = Doc(client, workspace / "nested.py", BUGGY + "x = " + "(" * 5000 + "1" + ")" * 5000)
+    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL000"])
+    assert "too deeply nested to analyse" in d.message
+    doc.replace(BUGGY + "x = " + " + ".join(["a"] * 10_000) + "\n")  # under the 64 KB limit
+    (d,) = await doc.diagnostics(lambda ds: codes(ds) == ["TL000"] and "long" in ds[0].message)
+    assert "expression too long to analyse" in d.message
+    doc.replace(BUGGY)
+    await doc.diagnostics(lambda ds: codes(ds) == ["TL9901"])
+    doc.close()
+
+
 def _position(line: int, character: int) -> types.Position:
     """A position as a client may send it: lsprotocol would refuse to build a negative one."""
     position = types.Position(0, 0)
