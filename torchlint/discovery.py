@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,9 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
+            if not is_dir and entry.is_symlink() and _is_link_loop(path):
+                result.warnings.append(f"{path}: symbolic link loop, not followed")
+                continue
             if is_dir:
                 if not _ignored(path, ignores, True) and not _excluded(
                     path, overrides, root, exclude_cache
@@ -95,6 +99,14 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                 seen.add(path)
                 result.files.append(path)
         stack.extend((d, ignores) for d in reversed(subdirs))
+
+
+def _is_link_loop(path: Path) -> bool:
+    try:
+        path.stat()
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _excluded(path: Path, overrides: Overrides | None, root: Path, cache: dict[Path, bool]) -> bool:
@@ -127,7 +139,7 @@ def _ancestor_gitignores(root: Path) -> list[_Ignore]:
 def _ignored(path: Path, ignores: list[_Ignore], is_dir: bool) -> bool:
     """Git's rule: the last matching pattern, deepest .gitignore last, decides."""
     verdict = False
-    absolute = path.resolve() if path.is_symlink() else path.absolute()
+    absolute = Path(os.path.realpath(path)) if path.is_symlink() else path.absolute()
     for ignore in ignores:
         try:
             relative = absolute.relative_to(ignore.base.absolute()).as_posix()

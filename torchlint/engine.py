@@ -7,6 +7,7 @@ live in `runner`, formatting in `output`.
 from __future__ import annotations
 
 import ast
+import sys
 import warnings
 from collections.abc import Callable, Collection
 
@@ -16,6 +17,7 @@ from torchlint.context import FileContext, Report
 from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
 from torchlint.names import ImportMap, top_level_imports
 from torchlint.noqa import apply_suppressions
+from torchlint.parse_guard import MAX_CHAIN, complexity_error
 from torchlint.positions import locate
 from torchlint.registry import all_rules
 from torchlint.rule import Rule
@@ -24,6 +26,10 @@ from torchlint.walker import walk
 
 SYNTAX_ERROR = "TL000"
 INTERNAL_ERROR = "TL999"
+# Rules and LibCST walk nested expressions recursively, a few frames per level; the parse
+# guard bounds the nesting, this gives it room. Calls between Python functions do not
+# grow the C stack, so the headroom is safe.
+_RECURSION_LIMIT = 10 * MAX_CHAIN
 
 
 def lint_bytes(
@@ -50,14 +56,14 @@ def lint_source(
     if not rules:
         # Nothing to look for: a quick compile still reports files that do not parse.
         if SYNTAX_ERROR in enabled and _ast_error(source) is not None:
-            error = _syntax_error(source, path)
-            return [error] if error else []
+            error = parse_error(source)
+            return [_syntax_error(source, path, error)] if error is not None else []
         return []
-    try:
-        module = cst.parse_module(source)
-    except Exception:  # ParserSyntaxError, and RecursionError on absurd nesting
-        error = _syntax_error(source, path)
-        return [error] if error and SYNTAX_ERROR in enabled else []
+    module = parse(source)
+    if not isinstance(module, cst.Module):
+        return [_syntax_error(source, path, module)] if SYNTAX_ERROR in enabled else []
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
     imports = ImportMap()
     imports.add_all(top_level_imports(module))
     context = FileContext(path, source, module, imports, torch_version=torch_version)
@@ -201,22 +207,41 @@ def _ast_error(source: str) -> SyntaxError | None:
     return None
 
 
-def _syntax_error(source: str, path: str) -> Diagnostic | None:
-    """TL000 for source LibCST cannot parse, worded by CPython's parser where it agrees."""
+class TooComplex(Exception):
+    """The source is too deeply nested, or an expression too long, to parse safely."""
+
+
+def parse(source: str) -> cst.Module | Exception:
+    """The module's tree, or why it could not be had; hostile nesting never reaches LibCST."""
+    reason = complexity_error(source)
+    if reason is not None:
+        return TooComplex(reason)
     try:
-        cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        error = _ast_error(source)
-        if error is not None and error.lineno:
-            message = f"SyntaxError: {error.msg}"
-            line, column = error.lineno, max(error.offset or 1, 1)
+        return cst.parse_module(source)
+    except Exception as exc:  # ParserSyntaxError, RecursionError, MemoryError
+        return exc
+
+
+def parse_error(source: str) -> Exception | None:
+    """Why `source` does not parse, or None when it does."""
+    result = parse(source)
+    return None if isinstance(result, cst.Module) else result
+
+
+def _syntax_error(source: str, path: str, error: Exception) -> Diagnostic:
+    """TL000 for source LibCST cannot parse, worded by CPython's parser where it agrees."""
+    if isinstance(error, TooComplex):
+        return file_error(path, str(error))
+    if isinstance(error, cst.ParserSyntaxError):
+        found = _ast_error(source)
+        if found is not None and found.lineno:
+            message = f"SyntaxError: {found.msg}"
+            line, column = found.lineno, max(found.offset or 1, 1)
         else:
-            message = f"SyntaxError: {exc.message}"
-            line, column = exc.raw_line, exc.raw_column + 1
+            message = f"SyntaxError: {error.message}"
+            line, column = error.raw_line, error.raw_column + 1
         return file_error(path, message, line, column)
-    except Exception as exc:
-        return file_error(path, f"cannot parse: {type(exc).__name__}: {exc}")
-    return None
+    return file_error(path, f"cannot parse: {type(error).__name__}: {error}")
 
 
 def file_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:

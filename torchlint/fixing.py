@@ -8,6 +8,7 @@ does not parse is thrown away.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
 import os
 import re
@@ -17,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
-
 from torchlint.diagnostic import Diagnostic, Edit
+from torchlint.engine import parse_error
 
 MAX_PASSES = 10
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -110,11 +110,7 @@ def fix_source(
 
 
 def parses(source: str) -> bool:
-    try:
-        cst.parse_module(source)
-    except Exception:
-        return False
-    return True
+    return parse_error(source) is None
 
 
 @dataclass(frozen=True)
@@ -141,16 +137,29 @@ class FileChangedError(Exception):
 
 
 def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
-    """Replace `path` with `data` if it still holds `expected`, keeping its permissions."""
+    """Store `data` in `path` if it still holds `expected`, keeping mode, owner and links.
+
+    A file with one link is replaced by a renamed temporary file, so a crash never leaves
+    it half written. A file with several hard links is rewritten in place instead, so all
+    its names see the fix; the text was checked to parse before it gets here.
+    """
     if path.read_bytes() != expected:
         raise FileChangedError(f"{path} changed while it was being fixed; not written")
-    mode = path.stat().st_mode
     target = path.resolve()
+    info = target.stat()
+    if info.st_nlink > 1:
+        with open(target, "r+b") as handle:
+            handle.write(data)
+            handle.truncate()
+        return
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(temp, mode & 0o7777)
+        if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(PermissionError):  # only root may give a file away
+                os.chown(temp, info.st_uid, info.st_gid)
+        os.chmod(temp, info.st_mode & 0o7777)
         os.replace(temp, target)
     except BaseException:
         if os.path.exists(temp):

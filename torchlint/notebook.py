@@ -80,6 +80,10 @@ def read_notebook(text: str) -> Notebook:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotebookError(f"not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    except RecursionError:
+        raise NotebookError("its JSON is nested too deeply to read") from None
+    except ValueError as exc:  # an integer too long to convert, among others
+        raise NotebookError(f"not readable JSON: {str(exc).split(';')[0]}") from None
     if not isinstance(data, dict) or data.get("nbformat") != 4:
         found = data.get("nbformat") if isinstance(data, dict) else None
         raise NotebookError(f"not an nbformat 4 notebook (nbformat: {found!r})")
@@ -204,9 +208,12 @@ def with_cell_sources(notebook: Notebook, sources: dict[int, str]) -> str:
     """
     indent = _detect_indent(notebook.text)
     trailing = notebook.text[len(notebook.text.rstrip("\r\n")) :]
+    # JSON escapes newlines inside strings, so every raw one is layout: keep the file's kind.
+    newline = "\r\n" if "\r\n" in notebook.text else "\n"
 
     def dump(data: dict[str, Any]) -> str:
-        return json.dumps(data, indent=indent, ensure_ascii=False) + trailing
+        text = json.dumps(data, indent=indent, ensure_ascii=False)
+        return (text.replace("\n", newline) if newline != "\n" else text) + trailing
 
     if dump(notebook.data) != notebook.text:
         raise NotebookError("its JSON layout is unusual, so it cannot be rewritten exactly")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 import libcst as cst
 
@@ -55,6 +56,8 @@ def child_fields(node_type: type) -> tuple[str, ...]:
 
 # type -> is it a CSTNode subclass? (CSTNode is an ABC: isinstance on it is slow)
 _is_node_type: dict[type, bool] = {}
+# type -> a getter returning the values of its code-bearing fields, as a tuple
+_getters: dict[type, Callable[[cst.CSTNode], tuple[object, ...]]] = {}
 
 
 def _is_node(value: object) -> bool:
@@ -65,16 +68,40 @@ def _is_node(value: object) -> bool:
     return known
 
 
+def _getter(node_type: type) -> Callable[[cst.CSTNode], tuple[object, ...]]:
+    names = child_fields(node_type)
+    if len(names) > 1:
+        getter = attrgetter(*names)
+    elif names:
+        single = attrgetter(names[0])
+
+        def getter(node: cst.CSTNode) -> tuple[object, ...]:
+            return (single(node),)
+    else:
+
+        def getter(node: cst.CSTNode) -> tuple[object, ...]:
+            return ()
+
+    _getters[node_type] = getter
+    return getter
+
+
 def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Direct children that can hold code, in source order."""
+    getter = _getters.get(type(node)) or _getter(type(node))
     children: list[cst.CSTNode] = []
-    for name in child_fields(type(node)):
-        value = getattr(node, name)
+    is_node_type = _is_node_type
+    for value in getter(node):
         kind = type(value)
         if kind is tuple or kind is list:
-            children.extend(v for v in value if _is_node(v))
-        elif _is_node(value):
-            children.append(value)
+            for item in value:  # type: ignore[attr-defined]
+                known = is_node_type.get(type(item))
+                if known or (known is None and _is_node(item)):
+                    children.append(item)
+        else:
+            known = is_node_type.get(kind)
+            if known or (known is None and _is_node(value)):
+                children.append(value)  # type: ignore[arg-type]
     return children
 
 
@@ -85,11 +112,16 @@ def iter_descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
     while stack:
         current = stack.pop()
         out.append(current)
-        stack.extend(reversed(iter_children(current)))
+        children = iter_children(current)
+        if children:
+            children.reverse()
+            stack.extend(children)
     return out
 
 
 Callback = Callable[[cst.CSTNode], object]
+# Marks, on the walk's stack, where the node on top of `ancestors` is left.
+_LEAVE = object()
 
 
 def walk(
@@ -103,17 +135,19 @@ def walk(
     `ancestors` is kept current (root first, the visited node's parent last) so callbacks
     can look upward without a parent-pointer pass.
     """
-    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    stack: list[object] = [root]
     while stack:
-        node, leaving = stack.pop()
-        type_name = type(node).__name__
-        if leaving:
-            ancestors.pop()
-            for callback in leavers.get(type_name, ()):
+        node = stack.pop()
+        if node is _LEAVE:
+            node = ancestors.pop()
+            for callback in leavers.get(type(node).__name__, ()):
                 callback(node)
             continue
-        for callback in visitors.get(type_name, ()):
-            callback(node)
-        ancestors.append(node)
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(iter_children(node)))
+        for callback in visitors.get(type(node).__name__, ()):
+            callback(node)  # type: ignore[arg-type]
+        ancestors.append(node)  # type: ignore[arg-type]
+        stack.append(_LEAVE)
+        children = iter_children(node)  # type: ignore[arg-type]
+        if children:
+            children.reverse()
+            stack.extend(children)

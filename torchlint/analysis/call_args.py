@@ -7,7 +7,6 @@ Shared by the rules whose fix adds a keyword argument (TL303 `map_location=`, TL
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchlint.context import FileContext
 
@@ -117,6 +116,8 @@ def parse_expression(code: str) -> cst.BaseExpression:
 
 def comment_count(node: cst.CSTNode) -> int:
     """Comments inside `node` (a fix that drops one loses the user's text: offer none)."""
+    import libcst.matchers as m  # slow to import, and needed only when a fix is built
+
     return len(m.findall(node, m.Comment()))
 
 

@@ -25,16 +25,18 @@ from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument, Workspace
 
 from torchlint import __version__
 from torchlint.diagnostic import Diagnostic
-from torchlint.engine import INTERNAL_ERROR, lint_source
+from torchlint.engine import INTERNAL_ERROR, file_error, lint_source
 from torchlint.noqa import apply_suppressions
 from torchlint.notebook import Notebook, notebook_from_cells, to_cell_diagnostic
 from torchlint.server.convert import Text, to_lsp
+from torchlint.server.protocol import TorchlintProtocol
 from torchlint.server.settings import (
     CONFIG_FILE_NAMES,
     DocumentSettings,
@@ -142,8 +144,26 @@ def lint_document(path: Path | None, display: str, source: str, root: Path | Non
     """Lint a buffer (runs in the lint thread)."""
     settings = settings_for(path, root)
     text = Text(source, encoding)
-    diagnostics = [] if settings.excluded else lint_source(source, display, settings.enabled)
+    if settings.excluded:
+        diagnostics = []
+    else:
+        diagnostics = _over_size_limit(source, display, settings) or lint_source(
+            source, display, settings.enabled
+        )
     return Linted(text, display, settings, diagnostics)
+
+
+def _over_size_limit(source: str, display: str, settings: DocumentSettings) -> list[Diagnostic]:
+    """A diagnostic saying why a buffer over `max-file-size-kb` is not analysed, or []."""
+    limit = settings.max_file_size_kb
+    if len(source) <= limit * 1024 // 4:  # fewer characters than that cannot be larger
+        return []
+    size = len(source.encode("utf-8", errors="surrogatepass"))
+    if size <= limit * 1024:
+        return []
+    return [
+        file_error(display, f"not analysed: {size / 1e6:.1f} MB is over max-file-size-kb ({limit})")
+    ]
 
 
 def lint_cells(sources: Sequence[str], display: str, enabled: frozenset[str]) -> list[Diagnostic]:
@@ -164,7 +184,12 @@ def lint_notebook(
     settings = settings_for(path, root)
     sources = tuple(cell.source for cell in cells)
     notebook = notebook_from_cells(list(sources))
-    found = [] if settings.excluded else _lint_joined(notebook, display, settings.enabled)
+    if settings.excluded:
+        found = []
+    else:
+        found = [
+            replace(d, cell=1) for d in _over_size_limit(notebook.source, display, settings)
+        ] or _lint_joined(notebook, display, settings.enabled)
     shares: list[list[Diagnostic]] = [[] for _ in cells]
     for d in found:
         if d.cell is not None:
@@ -217,6 +242,7 @@ class TorchlintServer(LanguageServer):
         super().__init__(
             "torchlint",
             __version__,
+            protocol_cls=TorchlintProtocol,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=NOTEBOOK_SYNC,
         )
@@ -261,6 +287,11 @@ class TorchlintServer(LanguageServer):
         if doc.language_id not in (None, "python") and not doc.path.endswith(PYTHON_SUFFIXES):
             return None
         return doc
+
+    def require_open(self, uri: str) -> None:
+        """Refuse a request about a document the client never opened (an LSP error)."""
+        if unquote(uri) not in self.workspace.text_documents and self.notebook(uri) is None:
+            raise JsonRpcInvalidParams(f"document not open: {uri}")
 
     def notebook(self, uri: str) -> types.NotebookDocument | None:
         """An open notebook."""

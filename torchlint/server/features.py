@@ -84,6 +84,7 @@ def create_server() -> TorchlintServer:
     async def code_action(
         ls: TorchlintServer, params: types.CodeActionParams
     ) -> list[types.CodeAction]:
+        ls.require_open(params.text_document.uri)
         try:
             return await requests.code_actions(ls, params)
         except Exception:
@@ -92,6 +93,7 @@ def create_server() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: TorchlintServer, params: types.HoverParams) -> types.Hover | None:
+        ls.require_open(params.text_document.uri)
         try:
             return await requests.hover(ls, params)
         except Exception:
@@ -102,6 +104,7 @@ def create_server() -> TorchlintServer:
     async def inlay_hint(
         ls: TorchlintServer, params: types.InlayHintParams
     ) -> list[types.InlayHint]:
+        ls.require_open(params.text_document.uri)
         try:
             return await inlay.inlay_hints(ls, params)
         except Exception:

@@ -84,7 +84,7 @@ def _span(lines: list[str], node: ast.AST) -> Span | None:
 def _parse(source: str) -> ast.Module | None:
     try:
         return ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the last two: absurd nesting
         return None
 
 

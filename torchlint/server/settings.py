@@ -48,6 +48,8 @@ class DocumentSettings:
     shapes: str = "auto"
     declared_shapes: dict[str, Any] = field(default_factory=dict)
     excluded: bool = False
+    #: Larger buffers are not analysed (`max-file-size-kb`, as on the command line).
+    max_file_size_kb: int = 4096
     #: Why the configuration could not be used (the defaults apply instead).
     error: str | None = None
 
@@ -86,6 +88,7 @@ def settings_for(path: Path | None, root: Path | None) -> DocumentSettings:
         shapes=getattr(table, "shapes", "auto"),
         declared_shapes=dict(getattr(table, "declared_shapes", ())),
         excluded=bool(excluded),
+        max_file_size_kb=getattr(table, "max_file_size_kb", DocumentSettings.max_file_size_kb),
     )
 
 

@@ -1,0 +1,114 @@
+"""How fast the source engine is, as ratios measured in one run on the same files.
+
+Every figure is the wall time of a fresh process (start-up included), so the ratios hold on
+a slower or busier machine as long as all of them are taken together:
+
+- source rules (`torchlint --no-shapes --no-cache`) and the default run (`--no-cache`)
+  against LibCST's raw `parse_module` of every file, serially, on `torch/nn`;
+- the same on the whole installed torch package (torchlint with its parallel jobs);
+- TorchFix (`pip install torchfix`) against the default run on `torch/nn` and `torch/optim`;
+- a warm-cache run over the whole torch package (the second of two runs).
+
+    python bench/speed.py [--torch-dir DIR] [--skip-package] [--jobs N] [--repeat 1]
+
+Targets: source rules <= 1.5x the raw parse on torch/nn and <= 1x on the whole package;
+TorchFix >= 15x slower than the default run on torch/nn and >= 7x on torch/optim; the warm
+cache <= 0.5 s over the torch package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RAW_PARSE = """
+import sys
+from pathlib import Path
+
+import libcst
+
+for root in sys.argv[1:]:
+    for path in sorted(Path(root).rglob("*.py")):
+        try:
+            libcst.parse_module(path.read_bytes().decode("utf-8", "replace"))
+        except Exception:
+            pass
+"""
+
+
+def timed(command: list[str], cwd: Path, repeat: int) -> float:
+    """The best wall time of `repeat` runs of `command` (its output is discarded)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def torchlint(*args: str) -> list[str]:
+    return [sys.executable, "-m", "torchlint", "check", "--exit-zero", "--quiet", *args]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torch-dir", type=Path, help="default: the installed torch package")
+    parser.add_argument("--skip-package", action="store_true", help="only torch/nn and optim")
+    parser.add_argument("--jobs", type=int, default=None, help="torchlint worker processes")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per figure (best kept)")
+    args = parser.parse_args()
+    torch_dir = args.torch_dir
+    if torch_dir is None:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.origin is None:
+            print("torch is not installed; pass --torch-dir", file=sys.stderr)
+            return 2
+        torch_dir = Path(spec.origin).parent
+    jobs = ["--jobs", str(args.jobs)] if args.jobs else []
+    has_torchfix = importlib.util.find_spec("torchfix") is not None
+    raw = [sys.executable, "-c", RAW_PARSE]
+    rows: list[tuple[str, float, str]] = []
+
+    def row(label: str, seconds: float, versus: str = "") -> None:
+        rows.append((label, seconds, versus))
+        print(f"{label:<44} {seconds:8.2f} s  {versus}", flush=True)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        cwd = Path(scratch)
+        for name in ("nn", "optim"):
+            folder = str(torch_dir / name)
+            parse = timed([*raw, folder], cwd, args.repeat)
+            source = timed(torchlint("--no-shapes", "--no-cache", *jobs, folder), cwd, args.repeat)
+            default = timed(torchlint("--no-cache", *jobs, folder), cwd, args.repeat)
+            row(f"raw libcst.parse_module, torch/{name}", parse)
+            row(
+                f"torchlint --no-shapes --no-cache, torch/{name}",
+                source,
+                f"{source / parse:.2f}x parse",
+            )
+            row(f"torchlint --no-cache, torch/{name}", default, f"{default / parse:.2f}x parse")
+            if has_torchfix:
+                fix = timed([sys.executable, "-m", "torchfix", folder], cwd, args.repeat)
+                row(f"torchfix, torch/{name}", fix, f"{fix / default:.1f}x the default run")
+        if not args.skip_package:
+            folder = str(torch_dir)
+            parse = timed([*raw, folder], cwd, 1)
+            source = timed(torchlint("--no-shapes", "--no-cache", *jobs, folder), cwd, 1)
+            row("raw libcst.parse_module, torch", parse)
+            row("torchlint --no-shapes --no-cache, torch", source, f"{source / parse:.2f}x parse")
+            cache = cwd / "cache"
+            timed(torchlint("--cache-dir", str(cache), *jobs, folder), cwd, 1)
+            warm = timed(torchlint("--cache-dir", str(cache), *jobs, folder), cwd, args.repeat)
+            row("torchlint, warm cache, torch", warm)
+            shutil.rmtree(cache, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
