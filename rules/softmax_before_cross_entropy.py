@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.analysis.activations import (
     CROSS_ENTROPY,
     LOG_SOFTMAX,
+    LOSS_TOKENS,
     SOFTMAX,
     activation_flow,
     has_loss_token,
@@ -23,8 +24,9 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     The value is followed from `F.softmax` / `torch.softmax` / `x.softmax(dim)` calls, through
     local variables, and through models: an `nn.Softmax` or `nn.LogSoftmax` layer, an
-    `nn.Sequential` whose last layer is one, or an `nn.Module` of the same file whose
-    `forward` returns such output.
+    `nn.Sequential` whose last layer is one, an `nn.Module` whose `forward` returns such
+    output (also through a head held in an attribute), or a factory function returning one;
+    the model may be defined in another file of the project that this one imports.
 
     ## Why is this bad?
     Cross-entropy applies `log_softmax` to its input itself. Given probabilities, it computes
@@ -34,9 +36,10 @@ class SoftmaxBeforeCrossEntropy(Rule):
     nothing but is wasted work and hides what the model outputs.
 
     ## Known problems
-    Only data flow that is certain is followed: a variable assigned on several paths, a model
-    passed in as a parameter or defined in another file is not looked into, so some cases are
-    missed. A softmax used as the *target* (soft labels) is fine and not reported.
+    Only data flow that is certain is followed: a variable assigned on several paths or a
+    model passed in as a parameter is not looked into, and a model from a package installed
+    outside the project is not read, so some cases are missed. A softmax used as the
+    *target* (soft labels) is fine and not reported.
 
     ## Example
     ```python
@@ -61,7 +64,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     code = "TL101"
     name = "softmax-before-cross-entropy"
-    triggers = ("softmax", "Softmax")
+    # The activation may be applied in another file: the loss is what must be here.
+    triggers = LOSS_TOKENS[CROSS_ENTROPY]
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.activations import NLL, SOFTMAX, activation_flow, has_loss_token
+from torchlint.analysis.activations import (
+    LOSS_TOKENS,
+    NLL,
+    SOFTMAX,
+    activation_flow,
+    has_loss_token,
+)
 from torchlint.context import FileContext
 from torchlint.rule import Rule
 
@@ -45,7 +51,8 @@ class SoftmaxBeforeNllLoss(Rule):
 
     code = "TL103"
     name = "softmax-before-nll-loss"
-    triggers = ("softmax", "Softmax")
+    # The activation may be applied in another file: the loss is what must be here.
+    triggers = LOSS_TOKENS[NLL]
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

@@ -14,6 +14,7 @@ from torchlint.walker import iter_children
 if TYPE_CHECKING:
     from torchlint.fixes import FixBuilder
     from torchlint.rule import Rule
+    from torchlint.semantic.project import ProjectIndex
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _Analysis = TypeVar("_Analysis")
@@ -41,8 +42,11 @@ class FileContext:
         imports: ImportMap,
         *,
         torch_version: str | None = None,
+        project_index: ProjectIndex | None = None,
     ) -> None:
         self.path = path
+        #: Summaries of the project's other files; None when imports are not looked into.
+        self.project_index = project_index
         #: The `torch-version` setting ("2.1"), or None when the project sets none.
         self.torch_version = torch_version
         self.source = source

@@ -31,6 +31,7 @@ from torchlint.semantic.bindings import (
     returns_with_paths,
     where_from_path,
 )
+from torchlint.semantic.project import project_imports
 from torchlint.semantic.values import MODULE_WRAPPERS, sequential_last_layer, unwrap_module_methods
 
 SOFTMAX = "softmax"
@@ -174,6 +175,7 @@ class ActivationFlow:
         self._loss_holders: frozenset[str] | None = None
         self._bindings = bindings(context)
         self._class_outputs: dict[str, Activation | None] = {}
+        self._function_outputs: dict[tuple[str, int], Activation | None] = {}
         self._mutated: dict[tuple[str, int], bool] = {}
         # Object resolutions under way: `self.m = self.m.to(d)` must not recurse forever.
         self._visiting: set[tuple[str, str, int, int]] = set()
@@ -292,8 +294,8 @@ class ActivationFlow:
                 return Activation(kind, f"`{self.context.code(func)}`")
             if qualified in _TENSOR_PASSTHROUGH_FUNCTIONS and expr.args and not expr.args[0].star:
                 return self._activation(expr.args[0].value, where, depth + 1)
-            # Some other imported callable: its output is not ours to guess.
-            return None
+            # Another imported callable: only a model another project file defines is known.
+            return self._project_output(func, ("model",))
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
             receiver = func.value
@@ -356,8 +358,9 @@ class ActivationFlow:
         if not isinstance(value, cst.Call):
             return None
         qualified = self.context.call_name(value)
-        if qualified is None:
-            return self._local_class_output(value)
+        if qualified is None or not qualified.startswith("torch."):
+            local = self._local_call_output(value, where) if qualified is None else None
+            return local or self._project_output(value.func, ("class", "factory"))
         kind = _ACTIVATION_LAYERS.get(qualified)
         if kind is not None:
             return Activation(kind, f"an `{_short(qualified)}` layer")
@@ -377,14 +380,106 @@ class ActivationFlow:
             return self._module_value(value.args[0].value, where, depth + 1)
         return None
 
-    def _local_class_output(self, call: cst.Call) -> Activation | None:
-        """The output of `Net(...)` for an `nn.Module` subclass `Net` defined in this file."""
-        if not isinstance(call.func, cst.Name):
+    def _local_call_output(self, call: cst.Call, where: Where) -> Activation | None:
+        """What the module built by a same-file call outputs.
+
+        `Net(...)` for an `nn.Module` subclass, `build_model(...)` for a top-level factory,
+        `self._make_head(...)` for a method of the enclosing class.
+        """
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            is_self = isinstance(func.value, cst.Name) and func.value.value == "self"
+            if not is_self or where.cls is None:
+                return None
+            helper = method(where.cls, func.attr.value)
+            return self._function_output(where.cls, helper) if helper is not None else None
+        if not isinstance(func, cst.Name):
             return None
-        classdef = self.context.class_defs().get(call.func.value)
-        if classdef is None or not self.context.is_nn_module(classdef):
+        classdef = self.context.class_defs().get(func.value)
+        if classdef is not None:
+            return self._class_output(classdef) if self.context.is_nn_module(classdef) else None
+        factory = self._bindings.top_level_function(func.value)
+        return self._function_output(self.context.module, factory) if factory else None
+
+    def _project_output(
+        self, expr: cst.BaseExpression, roles: tuple[str, ...]
+    ) -> Activation | None:
+        """What a model defined in another file of the project outputs (from its summary).
+
+        `roles` says what `expr` must be there: a class or factory when it is called to build
+        a model, a model when it is called on data.
+        """
+        imports = project_imports(self.context)
+        symbol = imports.symbol(expr) if imports is not None else None
+        summary = imports.summary(symbol) if imports is not None and symbol else None
+        fact = summary.outputs.get(symbol.name) if summary is not None and symbol else None
+        if fact is None or symbol is None or fact.role not in roles:
             return None
-        return self._class_output(classdef)
+        # "`Net.forward` returns" -> "`Net.forward` in models.py returns"
+        if "` " in fact.via:
+            return Activation(
+                fact.kind, fact.source, fact.via.replace("` ", f"` in {symbol.path.name} ", 1)
+            )
+        return Activation(fact.kind, f"{fact.source} ({symbol.path.name})", fact.via or None)
+
+    def _function_output(
+        self, owner: cst.ClassDef | cst.Module, function: cst.FunctionDef
+    ) -> Activation | None:
+        """What the model a factory function or helper method returns outputs, if certain."""
+        key = ("factory", id(function))
+        if key in self._function_outputs:
+            return self._function_outputs[key]
+        self._function_outputs[key] = None  # in progress: recursion resolves to unknown
+        result = None
+        outputs = []
+        for path in returns_with_paths(owner, function):
+            node = path[-1]
+            if not isinstance(node, cst.Return) or node.value is None:
+                outputs = []
+                break
+            outputs.append(
+                self._module_value(node.value, where_from_path(path, self.context.module), 0)
+            )
+        if outputs and all(o is not None and o.kind == outputs[0].kind for o in outputs):
+            first = outputs[0]
+            assert first is not None
+            name = function.name.value
+            if first.sequential:
+                result = Activation(
+                    first.kind, first.source, f"`{name}()` returns a model that ends in"
+                )
+            else:
+                result = Activation(first.kind, _kind_phrase(first.kind), f"`{name}()` returns")
+        self._function_outputs[key] = result
+        return result
+
+    def top_level_outputs(self) -> dict[str, tuple[str, Activation]]:
+        """Top-level classes, factories and models whose output is an activation's, by name.
+
+        Each comes with its role: "class" or "factory" (calling it builds the model), "model".
+        """
+        found: dict[str, tuple[str, Activation]] = {}
+        module = self.context.module
+        for name, classdef in self.context.class_defs().items():
+            if self.context.is_nn_module(classdef):
+                output = self._class_output(classdef)
+                if output is not None:
+                    found[name] = ("class", output)
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                output = self._function_output(module, stmt)
+                if output is not None:
+                    found[stmt.name.value] = ("factory", output)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        target = small.targets[0].target
+                        if isinstance(target, cst.Name) and target.value not in found:
+                            where = Where(None, (module,), None)
+                            output = self._module_output(target, where, 0)
+                            if output is not None:
+                                found[target.value] = ("model", output)
+        return found
 
     def _class_output(self, classdef: cst.ClassDef) -> Activation | None:
         key = classdef.name.value

@@ -91,6 +91,17 @@ class Bindings:
         self._indexes: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._globals: frozenset[str] | None = None
 
+    def top_level_function(self, name: str) -> cst.FunctionDef | None:
+        """The module-level `def name` when it is the name's only top-level binding."""
+        values = self.index(self.context.module).get(name, _MISSING)
+        if len(values) != 1 or values[0] is not None:
+            return None
+        found = None
+        for stmt in self.context.module.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                found = stmt
+        return found
+
     def where(self, path: tuple[cst.CSTNode, ...]) -> Where:
         """The evaluation point at the end of `path` (module first, the expression last)."""
         return where_from_path(path, self.context.module)
@@ -393,10 +404,15 @@ def method(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
 
 
 def returns_with_paths(
-    classdef: cst.ClassDef, function: cst.FunctionDef
+    owner: cst.ClassDef | cst.Module, function: cst.FunctionDef
 ) -> Iterator[tuple[cst.CSTNode, ...]]:
-    """Paths (class, ..., statement) to each return or yield of `function`, nested defs aside."""
-    start: tuple[cst.CSTNode, ...] = (classdef, classdef.body, function)
+    """Paths (owner, ..., statement) to each return or yield of a method or top-level function.
+
+    Nested definitions are not entered.
+    """
+    start: tuple[cst.CSTNode, ...] = (
+        (owner, owner.body, function) if isinstance(owner, cst.ClassDef) else (owner, function)
+    )
     stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(function.body, start)]
     while stack:
         node, parents = stack.pop()
