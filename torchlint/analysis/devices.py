@@ -1662,7 +1662,7 @@ def _merge(kinds: list[Kind]) -> Kind:
     return next((kind for kind in flat if isinstance(kind, _Cpu)), None)
 
 
-def factory_message(finding: CpuTensor) -> str:
+def factory_message(finding: CpuTensor, where: str = "forward") -> str:
     short = finding.factory.rsplit(".", 1)[-1]
     source = finding.source
     if short in ("zeros", "ones", "empty", "full"):
@@ -1675,6 +1675,6 @@ def factory_message(finding: CpuTensor) -> str:
     else:
         instead = "register a buffer"
     return (
-        f"torch.{short}(...) creates a CPU tensor inside forward; when the model runs on GPU "
+        f"torch.{short}(...) creates a CPU tensor inside {where}; when the model runs on GPU "
         f"this fails with a device mismatch: pass device={source}.device (or {instead})"
     )
