@@ -181,6 +181,12 @@ class ActivationFlow:
         self._visiting: set[tuple[str, str, int, int]] = set()
 
     # -- entry point -------------------------------------------------------------------------
+    def activation_at(
+        self, expr: cst.BaseExpression, ancestors: list[cst.CSTNode]
+    ) -> Activation | None:
+        """The activation whose output `expr`, found under `ancestors`, surely is."""
+        return self._activation(expr, where_from_path((*ancestors, expr), self.context.module), 0)
+
     def loss_input(self, call: cst.Call, ancestors: list[cst.CSTNode]) -> LossInput | None:
         """The activation output `call` passes as a loss input, if `call` is such a loss."""
         key = id(call)
