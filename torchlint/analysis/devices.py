@@ -440,7 +440,8 @@ class FileFacts:
             if not isinstance(loop, cst.For) or not _is_loader_like(loop.iter):
                 continue
             targets = set(target_names(loop.target))
-            for node in iter_descendants(loop.body):
+            body = iter_descendants(loop.body)
+            for index, node in enumerate(body):
                 if (
                     isinstance(node, cst.Call)
                     and isinstance(node.func, cst.Attribute)
@@ -448,6 +449,7 @@ class FileFacts:
                     and node.func.value.value in targets
                     and move_kind(self.context, node) == "device"
                     and device_argument(self.context, node) is not None
+                    and _fed_to_model(node.func.value.value, body[index + 1 :])
                 ):
                     return node
         return None
@@ -1027,6 +1029,24 @@ def _flat_dotted(target: cst.BaseExpression) -> list[str]:
 
 _MODEL_PARAMETER = re.compile(r"model|net|classifier|encoder|decoder", re.IGNORECASE)
 _EVALUATION = re.compile(r"eval|test|valid|predict|infer|accuracy|score", re.IGNORECASE)
+
+
+def _fed_to_model(name: str, later: list[cst.CSTNode]) -> bool:
+    """Whether `name` is then passed to a model call (`model(x)`, `self.net(x)`): a batch
+    moved only to meet outputs (`target.to(device)` after the model ran) says nothing."""
+    for node in later:
+        if not isinstance(node, cst.Call):
+            continue
+        callee = dotted_name(node.func)
+        if (
+            callee is None
+            or callee.count(".") > 1
+            or ("." in callee and not callee.startswith("self."))
+        ):
+            continue
+        if any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args):
+            return True
+    return False
 
 
 def _is_loader_like(expr: cst.BaseExpression) -> bool:
