@@ -158,8 +158,20 @@ class FileContext:
             if local not in seen and parent is not None and self._is_module_class(parent, seen):
                 result = True
                 break
+            if parent is None and self._is_project_module_class(base.value):
+                result = True
+                break
         self._module_classes[key] = result
         return result
+
+    def _is_project_module_class(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` names an `nn.Module` subclass another file of the project defines."""
+        from torchlint.semantic.project import project_imports
+
+        imports = project_imports(self)
+        symbol = imports.symbol(expr) if imports is not None else None
+        summary = imports.summary(symbol) if imports is not None and symbol is not None else None
+        return summary is not None and symbol is not None and symbol.name in summary.module_classes
 
     # -- simple data flow -------------------------------------------------------------------
     def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
