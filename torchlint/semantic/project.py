@@ -164,6 +164,8 @@ class ProjectImports:
         self.index = index
         #: local name -> (module, level, imported name or None for a module import)
         self._bound: dict[str, tuple[str, int, str | None]] = {}
+        #: (module, level) of each `from module import *`
+        self._star: list[tuple[str, int]] = []
         for node in top_level_imports(module):
             if isinstance(node, cst.Import):
                 for alias in node.names:
@@ -172,7 +174,10 @@ class ProjectImports:
                         self._bound[alias.asname.name.value] = (full, 0, None)
                     elif "." not in full:
                         self._bound[full] = (full, 0, None)
-            elif not isinstance(node.names, cst.ImportStar):
+            elif isinstance(node.names, cst.ImportStar):
+                star = dotted_name(node.module) if node.module is not None else ""
+                self._star.append((star or "", len(node.relative)))
+            else:
                 level = len(node.relative)
                 module_name = dotted_name(node.module) if node.module is not None else ""
                 for alias in node.names:
@@ -190,7 +195,7 @@ class ProjectImports:
         head, _, rest = name.partition(".")
         bound = self._bound.get(head)
         if bound is None:
-            return None
+            return self._star_symbol(head) if not rest else None
         module, level, imported = bound
         if imported is None:  # `import models` then `models.Net`
             if not rest or "." in rest:
@@ -210,6 +215,17 @@ class ProjectImports:
         if symbol.path == self.path:
             return None
         return self.index.summary(symbol.path)
+
+    def _star_symbol(self, name: str) -> ProjectSymbol | None:
+        """`Net` brought in by `from models import *`, when that file defines it (the last
+        star import that does wins, as at runtime)."""
+        found = None
+        for module, level in self._star:
+            target = resolve_module(self.path, module, level)
+            summary = self.index.summary(target) if target is not None else None
+            if target is not None and summary is not None and summary.defines(name):
+                found = ProjectSymbol(target, name)
+        return found
 
 
 def project_imports(context: FileContext) -> ProjectImports | None:

@@ -38,6 +38,10 @@ class FileSummary:
     #: Classes, factory functions and module-level models whose output is an activation's.
     outputs: dict[str, OutputFact] = field(default_factory=dict)
 
+    def defines(self, name: str) -> bool:
+        """Whether the summary knows `name` (a module class or a model fact)."""
+        return name in self.outputs or name in self.module_classes
+
     def to_dict(self) -> dict:
         return {
             "module_classes": self.module_classes,
