@@ -36,9 +36,10 @@ class SoftmaxBeforeCrossEntropy(Rule):
     nothing but is wasted work and hides what the model outputs.
 
     ## Known problems
-    Only data flow that is certain is followed: a variable assigned on several paths or a
-    model passed in as a parameter is not looked into, and a model from a package installed
-    outside the project is not read, so some cases are missed. A softmax used as the
+    Only data flow that is certain is followed: a variable assigned on several paths is not
+    looked into, a model passed in as a parameter only when every call of the function in
+    the file passes the same kind of model, and a model from a package installed outside
+    the project is not read, so some cases are missed. A softmax used as the
     *target* (soft labels) is fine and not reported.
 
     ## Example

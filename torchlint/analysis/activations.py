@@ -31,6 +31,7 @@ from torchlint.semantic.bindings import (
     returns_with_paths,
     where_from_path,
 )
+from torchlint.semantic.calls import argument_for, call_sites
 from torchlint.semantic.project import project_imports
 from torchlint.semantic.values import MODULE_WRAPPERS, sequential_last_layer, unwrap_module_methods
 
@@ -332,6 +333,8 @@ class ActivationFlow:
         self._visiting.add(key)
         try:
             values = self._bindings.values(callee, where)
+            if not values and isinstance(callee, cst.Name):
+                values = self._argument_values(callee.value, where)
             outputs = [self._module_value(value, at, depth + 1) for value, at in values]
         finally:
             self._visiting.discard(key)
@@ -351,6 +354,25 @@ class ActivationFlow:
             if self._is_mutated(holder.rsplit(".", 1)[-1], scope):
                 return None
         return first
+
+    def _argument_values(self, name: str, where: Where) -> list[tuple[cst.BaseExpression, Where]]:
+        """What every call of this file passes for the parameter `name` of the function
+        `where` is in (`train(model, loader)` with `model = Net()`); [] when not certain."""
+        function = where.scopes[0] if where.scopes else None
+        if not isinstance(function, cst.FunctionDef):
+            return []
+        if self._bindings.index(function).get(name) != [None]:
+            return []  # rebound in the function, or not a parameter at all
+        params = function.params
+        if name not in {p.name.value for p in (*params.posonly_params, *params.params)}:
+            return []
+        found: list[tuple[cst.BaseExpression, Where]] = []
+        for call, path in call_sites(self.context).of(function):
+            argument = argument_for(call, function, name)
+            if argument is None:
+                return []
+            found.append((argument, where_from_path(path, self.context.module)))
+        return found
 
     def _module_value(
         self, value: cst.BaseExpression, where: Where, depth: int

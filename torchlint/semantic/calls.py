@@ -1,7 +1,9 @@
-"""Which same-file function a call runs: `helper(...)`, `self.train_step(...)`.
+"""Calls inside a file: which same-file function a call runs, and where each is called.
 
-The answer is certain or None: a name bound more than once at the top level, a method
-overridden in a subclass, or a call through any other object is not resolved.
+`helper(...)` and `self.train_step(...)` resolve to their definitions, so values can flow
+into a helper through its arguments and back through its return. The answer is certain or
+None: a name bound more than once at the top level, a method overridden in a subclass, or a
+call through any other object is not resolved.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.semantic.bindings import bindings, method
+from torchlint.walker import iter_children
 
 
 def enclosing_class(ancestors: list[cst.CSTNode]) -> cst.ClassDef | None:
@@ -56,3 +59,52 @@ def _is_overridden(context: FileContext, cls: cst.ClassDef, name: str) -> bool:
         ):
             return True
     return False
+
+
+class CallSites:
+    """Where each same-file function is called, with the path to each call (built once)."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self._sites: dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]] | None = None
+
+    def of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]:
+        """The calls of `function` in this file, each with its path from the module."""
+        if self._sites is None:
+            self._sites = self._collect()
+        return self._sites.get(id(function), [])
+
+    def _collect(self) -> dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]]:
+        found: dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]] = {}
+        stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(self.context.module, ())]
+        while stack:
+            node, parents = stack.pop()
+            path = (*parents, node)
+            if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)):
+                target = call_target(self.context, node, enclosing_class(list(path)))
+                if target is not None:
+                    found.setdefault(id(target), []).append((node, path))
+            stack.extend((child, path) for child in iter_children(node))
+        return found
+
+
+def call_sites(context: FileContext) -> CallSites:
+    """The file's shared index of same-file call sites."""
+    return context.shared(CallSites)
+
+
+def argument_for(call: cst.Call, function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The expression `call` passes for `function`'s parameter `name`; None if not certain."""
+    if any(arg.star for arg in call.args):
+        return None
+    params = [*function.params.posonly_params, *function.params.params]
+    names = [p.name.value for p in params]
+    if isinstance(call.func, cst.Attribute) and names[:1] == ["self"]:
+        names = names[1:]  # `self.method(x)`: x goes to the second parameter
+    for index, arg in enumerate(a for a in call.args if a.keyword is None):
+        if index < len(names) and names[index] == name:
+            return arg.value
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
