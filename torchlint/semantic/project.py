@@ -102,10 +102,15 @@ class ProjectIndex:
 
     def __init__(self, cache_dir: Path | None = None) -> None:
         self.cache_dir = cache_dir
-        self._memo: dict[str, FileSummary | None] = {}
+        self._by_path: dict[Path, FileSummary | None] = {}
 
     def summary(self, path: Path) -> FileSummary | None:
         """The summary of a project file, or None when it cannot be read or parsed."""
+        if path not in self._by_path:
+            self._by_path[path] = self._summary(path)
+        return self._by_path[path]
+
+    def _summary(self, path: Path) -> FileSummary | None:
         try:
             if path.stat().st_size > _MAX_SUMMARY_BYTES:
                 return None
