@@ -86,7 +86,7 @@ class MissingZeroGrad(Rule):
         loops = training_loops(self.context)
         if name in ("backward", "manual_backward"):
             loops.mark(BACKWARD)
-        elif name in loops.facts.backward_functions:
+        elif "backward" in self.context.source and name in loops.facts.backward_functions:
             loops.mark(_STEP_CALL)  # may call a training step that never clears
 
     def leave_Module(self, node: cst.Module) -> None:

@@ -399,6 +399,9 @@ class FileFacts:
         self._class_bindings: dict[int, dict[str, list[cst.BaseExpression]]] = {}
         self._batch_move: tuple[cst.FunctionDef, cst.Call] | None = None
         self._batch_move_found = False
+        #: What `forward`'s class holds on its device (tensors, layers, submodules, other
+        #: torch.nn modules), by class.
+        self.forward_state: dict[int, tuple[set[str], set[str], set[str], set[str]]] = {}
 
     def module_bindings(self) -> dict[str, list[cst.BaseExpression]]:
         if self._module_bindings is None:
@@ -1389,7 +1392,17 @@ class ForwardFlow:
         self.params: list[str] = []
 
     def run(self) -> list[CpuTensor]:
-        self._module_state()
+        state = self.facts.forward_state.get(id(self.classdef))
+        if state is None:  # shared by forward and the helper methods it calls
+            self._module_state()
+            self.facts.forward_state[id(self.classdef)] = (
+                set(self.tensors),
+                set(self.layers),
+                set(self.submodules),
+                set(self.builtins),
+            )
+        else:
+            self.tensors, self.layers, self.submodules, self.builtins = (set(s) for s in state)
         self.params = self._tensor_params()
         for name in self.params:
             self.env[name] = _DEV

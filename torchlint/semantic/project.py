@@ -10,6 +10,7 @@ file only, so results stay exact however a run is sharded.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -45,7 +46,11 @@ class ProjectSymbol:
 
 def project_root(path: Path) -> Path:
     """The nearest folder above `path` holding a project marker, else the file's folder."""
-    start = path.parent
+    return _root_of(path.parent)
+
+
+@functools.lru_cache(maxsize=1024)
+def _root_of(start: Path) -> Path:
     for folder in (start, *start.parents):
         if any((folder / marker).exists() for marker in _ROOT_MARKERS):
             return folder
