@@ -14,6 +14,7 @@ from torchlint.analysis.training_loop import (
     Scope,
     TrainingLoops,
     Unit,
+    backward_function_names,
     training_loops,
 )
 from torchlint.rule import Rule
@@ -86,7 +87,7 @@ class MissingZeroGrad(Rule):
         loops = training_loops(self.context)
         if name in ("backward", "manual_backward"):
             loops.mark(BACKWARD)
-        elif "backward" in self.context.source and name in loops.facts.backward_functions:
+        elif name in backward_function_names(self.context):
             loops.mark(_STEP_CALL)  # may call a training step that never clears
 
     def leave_Module(self, node: cst.Module) -> None:

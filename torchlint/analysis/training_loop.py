@@ -728,6 +728,31 @@ def _sets_grad(node: cst.Assign | cst.Del) -> bool:
     return any(isinstance(t, cst.Attribute) and t.attr.value == "grad" for t in targets)
 
 
+_DEF_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
+
+
+def backward_function_names(context: FileContext) -> frozenset[str]:
+    """Names of functions whose text mentions `backward` (a cheap, generous text scan that
+    decides which calls are worth a closer look)."""
+    return context.shared(_backward_function_names)
+
+
+def _backward_function_names(context: FileContext) -> frozenset[str]:
+    source = context.source
+    found: set[str] = set()
+    matches = list(_DEF_LINE.finditer(source))
+    for index, match in enumerate(matches):
+        indent = len(match.group(1).expandtabs())
+        end = len(source)
+        for later in matches[index + 1 :]:
+            if len(later.group(1).expandtabs()) <= indent:
+                end = later.start()
+                break
+        if "backward" in source[match.end() : end]:
+            found.add(match.group(2))
+    return frozenset(found)
+
+
 def training_loops(context: FileContext) -> TrainingLoops:
     """The file's shared training-loop analysis (for TL501 and TL502)."""
     return context.shared(TrainingLoops)
