@@ -254,5 +254,15 @@ def dependency_digest(path: Path, data: bytes) -> str:
     digest = hashlib.sha256()
     for imported in imported_files(path, data.decode("utf-8", errors="replace")):
         with contextlib.suppress(OSError):
-            digest.update(str(imported).encode() + b"\0" + imported.read_bytes())
+            stat = imported.stat()
+            digest.update(_file_digest(imported, stat.st_mtime_ns, stat.st_size))
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_digest(path: Path, mtime_ns: int, size: int) -> bytes:
+    """One imported file's digest; many files of a run import the same few."""
+    try:
+        return hashlib.sha256(str(path).encode() + b"\0" + path.read_bytes()).digest()
+    except OSError:
+        return b""
