@@ -24,6 +24,7 @@ import libcst as cst
 from torchlint import __version__
 from torchlint.context import FileContext
 from torchlint.names import dotted_name, top_level_imports
+from torchlint.notebook import NOTEBOOK_SUFFIX, NotebookError, read_notebook
 from torchlint.semantic.summary import FileSummary, summarize_source
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -252,7 +253,13 @@ def _project_imports(context: FileContext) -> ProjectImports | None:
 def dependency_digest(path: Path, data: bytes) -> str:
     """A digest of the project files `data` imports: part of its results-cache key."""
     digest = hashlib.sha256()
-    for imported in imported_files(path, data.decode("utf-8", errors="replace")):
+    text = data.decode("utf-8", errors="replace")
+    if path.suffix == NOTEBOOK_SUFFIX:
+        try:
+            text = read_notebook(text).source  # the cells' code, not the JSON around it
+        except NotebookError:
+            return digest.hexdigest()
+    for imported in imported_files(path, text):
         with contextlib.suppress(OSError):
             stat = imported.stat()
             digest.update(_file_digest(imported, stat.st_mtime_ns, stat.st_size))
