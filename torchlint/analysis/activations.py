@@ -331,10 +331,12 @@ class ActivationFlow:
         if key in self._visiting:
             return None
         self._visiting.add(key)
+        passed_to: cst.CSTNode | None = None
         try:
             values = self._bindings.values(callee, where)
             if not values and isinstance(callee, cst.Name):
                 values = self._argument_values(callee.value, where)
+                passed_to = where.scopes[0] if values else None
             outputs = [self._module_value(value, at, depth + 1) for value, at in values]
         finally:
             self._visiting.discard(key)
@@ -353,6 +355,15 @@ class ActivationFlow:
                 scope = self.context.module
             if self._is_mutated(holder.rsplit(".", 1)[-1], scope):
                 return None
+        if isinstance(passed_to, cst.FunctionDef):
+            if first.sequential and self._is_mutated(holder, passed_to):
+                return None  # `model[-1] = nn.Identity()` inside the function
+            return Activation(
+                first.kind,
+                first.describe(),
+                f"every call of `{passed_to.name.value}()` in this file passes a model:",
+                first.sequential,
+            )
         return first
 
     def _argument_values(self, name: str, where: Where) -> list[tuple[cst.BaseExpression, Where]]:
