@@ -48,3 +48,15 @@ class Ensemble(nn.Module):
         x = x + 0.01 * noise
         outputs = [head(x) * scale for head, scale in zip(self.heads, self.scales, strict=True)]
         return torch.cat(outputs, dim=1)
+
+
+class DigitClassifier(nn.Module):
+    """Ends in softmax: right for predictions, wrong under CrossEntropyLoss (see train.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU())
+        self.head = nn.Sequential(nn.Linear(128, 10), nn.Softmax(dim=1))
+
+    def forward(self, x):
+        return self.head(self.body(x))

@@ -3,7 +3,7 @@
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from models import SimpleCNN
+from models import DigitClassifier, SimpleCNN
 from torch.utils.data import DataLoader
 
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -41,3 +41,14 @@ def calibrate(logits, targets):
     temperature += 0.1
     scores = torch.sigmoid(logits / temperature)
     return F.binary_cross_entropy_with_logits(scores, targets)
+
+
+def train_digits(loader):
+    model = DigitClassifier()
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters())
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()

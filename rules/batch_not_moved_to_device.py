@@ -46,9 +46,15 @@ class BatchNotMovedToDevice(Rule):
     the first batch — often only after a long data-loading warm-up, or only on the GPU
     machine.
 
+    A model passed in as an argument counts as moved when the same loop moves some of its
+    batches (`x = x.to(device)` but not `y`), and, in an evaluation function (`evaluate`,
+    `test_*`, `validate`, `predict`...) that moves nothing, when a training loop of the same
+    file moves its batches to a device.
+
     ## Known problems
     Only a model moved in the same function (or the same script body, or the same class
-    for `self.model`) is considered; moves inside the model's own `forward` are not seen.
+    for `self.model`) or evidenced as above is considered; moves inside the model's own
+    `forward` are not seen. Test files are not checked for the evaluation-function case.
 
     ## Example
     ```python

@@ -10,6 +10,7 @@ from torchlint.analysis.grad import (
     inplace_of_assignment,
     inplace_of_call,
 )
+from torchlint.analysis.saved_tensors import SAVED_OUTPUT_TOKENS, saved_output
 from torchlint.context import FileContext
 from torchlint.rule import Rule
 
@@ -21,6 +22,13 @@ class InplaceOnGradTensor(Rule):
     tensor that requires grad (an `nn.Parameter`, a module's parameter, or a leaf made with
     `requires_grad=True` / `requires_grad_()`) outside `torch.no_grad()`.
 
+    Also reported: an in-place change of an output autograd saved to compute gradients
+    (`sigmoid`, `tanh`, `exp`, `softmax`, `log_softmax`, `sqrt`, `norm`, `relu`, ...) in a
+    module's `forward` or a loss function, when the op's input comes from the module's layers
+    (or the loss's prediction argument); and `m.weight.normal_(...)` in an init function that
+    receives a module (checked with `isinstance(m, nn.Linear)`, annotated, or given to
+    `model.apply(...)`).
+
     Changes under `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`
     or in functions decorated with them are fine, as are changes through `.data`, `.detach()`,
     `.clone()` and `.grad`, and `torch.nn.init.*_` functions (they run under `no_grad`).
@@ -30,6 +38,8 @@ class InplaceOnGradTensor(Rule):
     the line raises `RuntimeError: a leaf Variable that requires grad is being used in an
     in-place operation`. A manual SGD step such as `w -= lr * w.grad` or an EMA update
     `p.mul_(decay)` written outside `torch.no_grad()` crashes the first time it runs.
+    Changing a saved output makes `backward()` raise `one of the variables needed for
+    gradient computation has been modified by an inplace operation`.
 
     ## Known problems
     Only tensors whose origin is visible in the same function (or, for `self.<attr>`
@@ -71,6 +81,7 @@ class InplaceOnGradTensor(Rule):
     # Every tracked tensor comes from one of these spellings (`named_parameters(` and
     # `register_parameter` contain them too; layers are reached through `.weight`/`.bias`).
     triggers = ("requires_grad", "Parameter", "parameters(", ".weight", ".bias")
+    triggers += SAVED_OUTPUT_TOKENS  # outputs autograd saves for backward
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
@@ -196,3 +207,25 @@ class InplaceOnGradTensor(Rule):
     def _check(self, change: InPlace | None) -> None:
         if change is not None:
             self.tracker.check(change)
+            self.tracker.check_init_argument(change)
+            self._check_saved(change)
+
+    def _check_saved(self, change: InPlace) -> None:
+        """An in-place change of an output autograd saved for backward (`sigmoid`, `exp`...)."""
+        target = change.target
+        tracker = self.tracker
+        if not isinstance(target, cst.Name) or tracker.no_grad_depth:
+            return
+        if tracker.grad_mode_here() == "off" or tracker.lambda_depth:
+            return
+        saved = saved_output(self.context, target, (*self.context.ancestors, change.node))
+        if saved is None:
+            return
+        name = target.value
+        self.report(
+            change.node,
+            f"{change.op} changes `{name}` in place, but autograd saved it as the output of "
+            f"`{saved.op}` to compute gradients: backward() fails with 'one of the variables "
+            "needed for gradient computation has been modified by an inplace operation'; "
+            f"compute a new tensor instead (`{name} = {name} * ...`, `{name}.clamp(...)`)",
+        )

@@ -7,15 +7,21 @@ import libcst as cst
 from torchlint.analysis.training_loop import (
     ASSIGN,
     BACKWARD,
+    CALL,
     JUMP,
+    UNCALLED,
     ZERO,
     Scope,
     TrainingLoops,
     Unit,
+    backward_function_names,
     training_loops,
 )
 from torchlint.rule import Rule
+from torchlint.semantic.calls import call_target, enclosing_class
 from torchlint.zero_grad_fix import insert_zero_grad
+
+_STEP_CALL = "step_call"
 
 
 class MissingZeroGrad(Rule):
@@ -31,6 +37,11 @@ class MissingZeroGrad(Rule):
     With several optimizers (a GAN's generator and discriminator), each one that steps
     must be cleared. `scaler.step(optimizer)` counts as stepping `optimizer`;
     `scheduler.step()` is not an optimizer step.
+
+    A training step written as its own function or method (`self.train_step(x, y)`), which
+    runs `backward()` and `step()` once per call and never clears, is reported where a loop
+    of the same file calls it once per iteration without clearing. `optimizer.zero_grad`
+    written without its parentheses clears nothing.
 
     ## Why is this bad?
     `backward()` adds to `.grad`; it does not overwrite it. Without clearing, every step
@@ -83,14 +94,52 @@ class MissingZeroGrad(Rule):
             name = func.value  # `from torch.autograd import backward`
         else:
             return
+        loops = training_loops(self.context)
         if name in ("backward", "manual_backward"):
-            training_loops(self.context).mark(BACKWARD)
+            loops.mark(BACKWARD)
+        elif name in backward_function_names(self.context):
+            loops.mark(_STEP_CALL)  # may call a training step that never clears
 
     def leave_Module(self, node: cst.Module) -> None:
         self._check_scope(node)
+        self._check_step_calls(node, None)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._check_scope(node)
+        self._check_step_calls(node, enclosing_class([*self.context.ancestors, node]))
+
+    def _check_step_calls(self, node: cst.CSTNode, cls: cst.ClassDef | None) -> None:
+        """A loop calling, once per iteration, a same-file training step that never clears."""
+        loops = training_loops(self.context)
+        if not loops.marked(_STEP_CALL, node):
+            return
+        scope = loops.scope(node)
+        for unit in scope.units:
+            if not unit.is_loop:
+                continue
+            inside = scope.within(unit)
+            if any(e.kind == ZERO for e in inside):
+                continue
+            for event in unit.events:
+                if event.kind != CALL or not isinstance(event.node, cst.Call):
+                    continue
+                function = call_target(self.context, event.node, cls)
+                found = loops.step_function(function) if function is not None else None
+                # Other calls may clear; this one is known not to (other same-named ones may).
+                if found is None or any(loops.clears_all(e) for e in inside if e is not event):
+                    continue
+                backward, step = found
+                optimizer = _short(self.context.code(step.node)).rsplit(".step", 1)[0]
+                self.report(
+                    event.node,
+                    f"{_short(self.context.code(event.node))} runs "
+                    f"{_short(self.context.code(backward.node))} and "
+                    f"{_short(self.context.code(step.node))} on every iteration, but neither "
+                    f"it nor this loop calls {optimizer}.zero_grad(): gradients accumulate "
+                    f"across iterations; call {optimizer}.zero_grad() in "
+                    f"{function.name.value}() before the backward pass",
+                )
+                return
 
     def _check_scope(self, node: cst.CSTNode) -> None:
         loops = training_loops(self.context)
@@ -136,13 +185,22 @@ class MissingZeroGrad(Rule):
             feeding = [e for e in direct if e.kind == BACKWARD and e.pos < step.pos]
             fed_by = feeding[-1] if feeding else backward
             name = _short(self.context.code(optimizer))
+            uncalled = next((e for e in inside if e.kind == UNCALLED), None)
             self.report(
                 step.node,
                 f"loop calls {_short(self.context.code(fed_by.node))} and "
                 f"{_short(self.context.code(step.node))} but never {name}.zero_grad(): "
-                f"gradients accumulate across iterations; call {name}.zero_grad() at the "
-                "start of each iteration",
-                fix=insert_zero_grad(self.context, unit.node, optimizer, fed_by.node),
+                f"gradients accumulate across iterations; "
+                + (
+                    f"`{_short(self.context.code(uncalled.node))}` on line {{line}} only "
+                    "names the method: add the parentheses"
+                    if uncalled is not None
+                    else f"call {name}.zero_grad() at the start of each iteration"
+                ),
+                line_of=uncalled.node if uncalled is not None else None,
+                fix=None
+                if uncalled is not None
+                else insert_zero_grad(self.context, unit.node, optimizer, fed_by.node),
             )
 
 

@@ -25,8 +25,10 @@ class ModulesInPlainContainer(PlainContainerRule):
     layers at their random initialisation, or fails later with a device mismatch.
 
     ## Known problems
-    Only modules built in the class itself are recognised: a list of modules passed in as
-    an argument, or built by a helper function, is not checked.
+    Modules are recognised when built in the class itself or by a helper of the same file
+    (`self.layers = self._make_layers(cfg)`); a list of modules passed in as an argument is
+    not checked. A one-element list or tuple of an existing module (`[teacher]`) is the
+    usual way to hide it on purpose and is not reported; `[nn.Linear(4, 4)]` is.
 
     ## Example
     ```python

@@ -41,9 +41,10 @@ class SigmoidBeforeBCE(Rule):
     supports `pos_weight` for imbalanced data.
 
     ## Known problems
-    Only data flow within one function (or a module-level or `self.` attribute assigned once)
-    is followed; a model is recognised only when its class (or `nn.Sequential`) is built in
-    the same file.
+    Only data flow that is certain is followed (the assignment that surely reaches the use,
+    a module-level or `self.` attribute every assignment of which agrees); a model is
+    recognised when its class, `nn.Sequential` or factory is in the same file or in a project
+    file this one imports.
 
     ## Example
     ```python

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.activation_fixes import drop_activation, drop_last_layer
 from torchlint.analysis.activations import (
     BCE_WITH_LOGITS,
+    LOSS_TOKENS,
     SIGMOID,
     activation_flow,
     has_loss_token,
@@ -62,7 +63,8 @@ class SigmoidBeforeBceWithLogits(Rule):
 
     code = "TL102"
     name = "sigmoid-before-bce-with-logits"
-    triggers = ("sigmoid", "Sigmoid", "expit")
+    # The activation may be applied in another file: the loss is what must be here.
+    triggers = LOSS_TOKENS[BCE_WITH_LOGITS]
     fix_availability = "unsafe"
 
     def __init__(self, context: FileContext) -> None:

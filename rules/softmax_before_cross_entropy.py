@@ -8,6 +8,7 @@ from torchlint.activation_fixes import drop_activation, drop_last_layer
 from torchlint.analysis.activations import (
     CROSS_ENTROPY,
     LOG_SOFTMAX,
+    LOSS_TOKENS,
     SOFTMAX,
     activation_flow,
     has_loss_token,
@@ -25,8 +26,9 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     The value is followed from `F.softmax` / `torch.softmax` / `x.softmax(dim)` calls, through
     local variables, and through models: an `nn.Softmax` or `nn.LogSoftmax` layer, an
-    `nn.Sequential` whose last layer is one, or an `nn.Module` of the same file whose
-    `forward` returns such output.
+    `nn.Sequential` whose last layer is one, an `nn.Module` whose `forward` returns such
+    output (also through a head held in an attribute), or a factory function returning one;
+    the model may be defined in another file of the project that this one imports.
 
     ## Why is this bad?
     Cross-entropy applies `log_softmax` to its input itself. Given probabilities, it computes
@@ -36,9 +38,11 @@ class SoftmaxBeforeCrossEntropy(Rule):
     nothing but is wasted work and hides what the model outputs.
 
     ## Known problems
-    Only data flow that is certain is followed: a variable assigned on several paths, a model
-    passed in as a parameter or defined in another file is not looked into, so some cases are
-    missed. A softmax used as the *target* (soft labels) is fine and not reported.
+    Only data flow that is certain is followed: a variable assigned on several paths is not
+    looked into, a model passed in as a parameter only when every call of the function in
+    the file passes the same kind of model, and a model from a package installed outside
+    the project is not read, so some cases are missed. A softmax used as the
+    *target* (soft labels) is fine and not reported.
 
     ## Example
     ```python
@@ -71,7 +75,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     code = "TL101"
     name = "softmax-before-cross-entropy"
-    triggers = ("softmax", "Softmax")
+    # The activation may be applied in another file: the loss is what must be here.
+    triggers = LOSS_TOKENS[CROSS_ENTROPY]
     fix_availability = "unsafe"
 
     def __init__(self, context: FileContext) -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.activation_fixes import use_log_softmax
-from torchlint.analysis.activations import NLL, SOFTMAX, activation_flow, has_loss_token
+from torchlint.analysis.activations import (
+    LOSS_TOKENS,
+    NLL,
+    SOFTMAX,
+    activation_flow,
+    has_loss_token,
+)
 from torchlint.context import FileContext
 from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
@@ -53,7 +59,8 @@ class SoftmaxBeforeNllLoss(Rule):
 
     code = "TL103"
     name = "softmax-before-nll-loss"
-    triggers = ("softmax", "Softmax")
+    # The activation may be applied in another file: the loss is what must be here.
+    triggers = LOSS_TOKENS[NLL]
     fix_availability = "unsafe"
 
     def __init__(self, context: FileContext) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.devices import FileFacts, ForwardFlow, factory_message
-from torchlint.context import FileContext
+from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.rule import Rule
+from torchlint.semantic.calls import call_target
 
 
 class TensorCreatedWithoutDevice(Rule):
     """
     ## What it does
-    Checks `forward` methods of `nn.Module` subclasses for tensors created without `device=`
-    that are then combined with the input or the module's own parameters and buffers.
+    Checks `forward` methods of `nn.Module` subclasses, and the methods of the class that
+    `forward` calls (`self._mask(scores)`), for tensors created without `device=` that are
+    then combined with the input or the module's own parameters and buffers.
 
     The factories are `torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`, `randint`,
     `arange`, `tensor`, `eye` and `linspace`; combining means arithmetic, comparisons,
@@ -62,6 +64,8 @@ class TensorCreatedWithoutDevice(Rule):
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self._facts: FileFacts | None = None
+        # Helper methods already checked (a class may define forward more than once).
+        self._checked: set[int] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value != "forward":
@@ -73,3 +77,38 @@ class TensorCreatedWithoutDevice(Rule):
             self._facts = FileFacts(self.context)
         for finding in ForwardFlow(self._facts, node, classdef).run():
             self.report(finding.call, factory_message(finding))
+        for helper in _helpers_called_by(self.context, node, classdef):
+            if id(helper) in self._checked:
+                continue
+            self._checked.add(id(helper))
+            where = f"{helper.name.value}(), which forward calls"
+            for finding in ForwardFlow(self._facts, helper, classdef).run():
+                self.report(finding.call, factory_message(finding, where))
+
+
+def _helpers_called_by(
+    context: FileContext, forward: cst.FunctionDef, classdef: cst.ClassDef
+) -> list[cst.FunctionDef]:
+    """Methods of the class that `forward` calls as `self.<name>(...)`, and those they call."""
+    found: list[cst.FunctionDef] = []
+    pending = [forward]
+    while pending:
+        function = pending.pop()
+        for node in iter_scope_nodes(function):
+            if not isinstance(node, cst.Call):
+                continue
+            target = call_target(context, node, classdef)
+            if target is None or target is forward or target in found or _is_property(target):
+                continue
+            if not isinstance(node.func, cst.Attribute):
+                continue  # a top-level function: not a method of this module
+            found.append(target)
+            pending.append(target)
+    return found
+
+
+def _is_property(function: cst.FunctionDef) -> bool:
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value in ("property", "staticmethod")
+        for d in function.decorators
+    )

@@ -26,6 +26,21 @@ def test_fixture_diagnostics(path: Path) -> None:
     )
 
 
+PROJECT_FILES = sorted((FIXTURES / "projects").glob("*/**/*.py"))
+
+
+@pytest.mark.parametrize(
+    "path", PROJECT_FILES, ids=lambda p: p.relative_to(FIXTURES / "projects").as_posix()
+)
+def test_project_fixture_diagnostics(path: Path) -> None:
+    """Each file of a multi-file fixture, linted alone, sees what it imports from the others."""
+    diagnostics = lint_bytes(path.read_bytes(), str(path), set(all_rules()))
+    found = {(d.line, d.code) for d in diagnostics}
+    assert found == expected_pairs(path), "\n".join(
+        f"{d.line}:{d.column} {d.code} {d.message}" for d in diagnostics
+    )
+
+
 def test_every_rule_has_a_fixture() -> None:
     names = {p.stem for p in SOURCE_FIXTURES}
     missing = [

@@ -14,6 +14,7 @@ from torchlint.walker import iter_children
 if TYPE_CHECKING:
     from torchlint.fixes import FixBuilder
     from torchlint.rule import Rule
+    from torchlint.semantic.project import ProjectIndex
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _Analysis = TypeVar("_Analysis")
@@ -41,8 +42,11 @@ class FileContext:
         imports: ImportMap,
         *,
         torch_version: str | None = None,
+        project_index: ProjectIndex | None = None,
     ) -> None:
         self.path = path
+        #: Summaries of the project's other files; None when imports are not looked into.
+        self.project_index = project_index
         #: The `torch-version` setting ("2.1"), or None when the project sets none.
         self.torch_version = torch_version
         self.source = source
@@ -154,8 +158,20 @@ class FileContext:
             if local not in seen and parent is not None and self._is_module_class(parent, seen):
                 result = True
                 break
+            if parent is None and self._is_project_module_class(base.value):
+                result = True
+                break
         self._module_classes[key] = result
         return result
+
+    def _is_project_module_class(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` names an `nn.Module` subclass another file of the project defines."""
+        from torchlint.semantic.project import project_imports
+
+        imports = project_imports(self)
+        symbol = imports.symbol(expr) if imports is not None else None
+        summary = imports.summary(symbol) if imports is not None and symbol is not None else None
+        return summary is not None and symbol is not None and symbol.name in summary.module_classes
 
     # -- simple data flow -------------------------------------------------------------------
     def assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:

@@ -21,6 +21,7 @@ from torchlint.parse_guard import MAX_CHAIN, complexity_error
 from torchlint.positions import locate
 from torchlint.registry import all_rules
 from torchlint.rule import Rule
+from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
 from torchlint.walker import walk
 
@@ -33,7 +34,12 @@ _RECURSION_LIMIT = 10 * MAX_CHAIN
 
 
 def lint_bytes(
-    data: bytes, path: str, enabled: Collection[str], *, torch_version: str | None = None
+    data: bytes,
+    path: str,
+    enabled: Collection[str],
+    *,
+    torch_version: str | None = None,
+    project_index: ProjectIndex | None = None,
 ) -> list[Diagnostic]:
     """Lint a file's raw bytes; undecodable input becomes a TL000 diagnostic."""
     try:
@@ -42,15 +48,23 @@ def lint_bytes(
         if SYNTAX_ERROR not in enabled:
             return []
         return [file_error(path, str(exc))]
-    return lint_source(source, path, enabled, torch_version=torch_version)
+    return lint_source(
+        source, path, enabled, torch_version=torch_version, project_index=project_index
+    )
 
 
 def lint_source(
-    source: str, path: str, enabled: Collection[str], *, torch_version: str | None = None
+    source: str,
+    path: str,
+    enabled: Collection[str],
+    *,
+    torch_version: str | None = None,
+    project_index: ProjectIndex | None = None,
 ) -> list[Diagnostic]:
     """Lint Python source text with the rules whose codes are in `enabled`.
 
-    `torch_version` is the project's target torch (`torch-version` setting), if configured.
+    `torch_version` is the project's target torch (`torch-version` setting), if configured;
+    `project_index` reads the project files the source imports (memory-cached only if None).
     """
     rules = active_rules(source, enabled)
     if not rules:
@@ -66,7 +80,14 @@ def lint_source(
         sys.setrecursionlimit(_RECURSION_LIMIT)
     imports = ImportMap()
     imports.add_all(top_level_imports(module))
-    context = FileContext(path, source, module, imports, torch_version=torch_version)
+    context = FileContext(
+        path,
+        source,
+        module,
+        imports,
+        torch_version=torch_version,
+        project_index=project_index or ProjectIndex(),
+    )
     crashes = run_rules(context, rules)
     diagnostics = _locate(context, [r for r in context.reports if type(r.rule) not in crashes])
     diagnostics.extend(

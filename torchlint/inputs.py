@@ -21,6 +21,7 @@ from torchlint.notebook import (
     to_cell_diagnostic,
     with_cell_sources,
 )
+from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
 
 
@@ -40,10 +41,17 @@ class FixedInput:
 
 
 def lint_input(
-    path: str, data: bytes, enabled: Collection[str], *, torch_version: str | None = None
+    path: str,
+    data: bytes,
+    enabled: Collection[str],
+    *,
+    torch_version: str | None = None,
+    project_index: ProjectIndex | None = None,
 ) -> list[Diagnostic]:
     if not is_notebook(path):
-        return lint_bytes(data, path, enabled, torch_version=torch_version)
+        return lint_bytes(
+            data, path, enabled, torch_version=torch_version, project_index=project_index
+        )
     notebook = _load_notebook(path, data, enabled)
     if isinstance(notebook, list):
         return notebook

@@ -27,6 +27,7 @@ from torchlint.errors import TorchlintError
 from torchlint.fixing import FileChangedError, applicable, write_atomically
 from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_source
 from torchlint.noqa import apply_suppressions
+from torchlint.semantic.project import ProjectIndex, dependency_digest
 from torchlint.torch_version import target_torch_version
 
 SHAPE_PREFIX = "TL6"
@@ -79,6 +80,8 @@ class _Task:
     data: bytes
     settings: FileSettings
     key: str
+    #: Where imported project files' summaries are cached; None for memory only.
+    summary_dir: Path | None = None
 
 
 def display_path(path: Path) -> str:
@@ -114,8 +117,14 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
                 reason = exc.strerror or type(exc).__name__
                 result.diagnostics.append(file_error(display, f"cannot read file: {reason}"))
             continue
-        key = cache_key(data, settings.enabled, _torch_version(settings) or "")
-        tasks.append(_Task(display, path, data, settings, key))
+        key = cache_key(
+            data,
+            settings.enabled,
+            _torch_version(settings) or "",
+            dependency_digest(path, data),  # findings may come from imported project files
+        )
+        summary_dir = cache.directory if options.use_cache else None
+        tasks.append(_Task(display, path, data, settings, key, summary_dir))
     found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs, options.progress)
     if options.fix_mode:
         found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
@@ -161,6 +170,7 @@ def _lint_one(task: _Task) -> list[Diagnostic]:
         task.data,
         _source_codes(task),
         torch_version=_torch_version(task.settings),
+        project_index=ProjectIndex(task.summary_dir),
     )
 
 

@@ -17,15 +17,23 @@ nobody has seen.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
 
 import libcst as cst
 
-from torchlint.context import FileContext, iter_scope_nodes
+from torchlint.context import FileContext
 from torchlint.names import canonical, dotted_name
-from torchlint.walker import iter_children, iter_descendants
+from torchlint.semantic.bindings import (
+    Reach,
+    Where,
+    bindings,
+    method,
+    returns_with_paths,
+    where_from_path,
+)
+from torchlint.semantic.calls import argument_for, call_sites
+from torchlint.semantic.project import project_imports
+from torchlint.semantic.values import MODULE_WRAPPERS, sequential_last_layer, unwrap_module_methods
 
 SOFTMAX = "softmax"
 LOG_SOFTMAX = "log_softmax"
@@ -97,20 +105,6 @@ _TENSOR_PASSTHROUGH_METHODS = frozenset(
 _TENSOR_PASSTHROUGH_FUNCTIONS = frozenset(
     {"torch.flatten", "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.transpose"}
 )
-# Module methods that return the module itself.
-_MODULE_PASSTHROUGH_METHODS = frozenset(
-    {"to", "cuda", "cpu", "eval", "train", "float", "double", "half", "bfloat16", "requires_grad_"}
-)
-# Wrappers whose output is the wrapped module's output.
-_MODULE_WRAPPERS = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.compile",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -165,72 +159,12 @@ class LossInput:
     activation: Activation
 
 
-@dataclass(frozen=True)
-class _Where:
-    """Where an expression is evaluated.
-
-    `path` runs from a scope root (the module, or a class for `forward`) down to the statement
-    or expression being resolved; names are then resolved by the assignment that reaches it.
-    Without a path (a value found by unique binding), names resolve only to a scope's single
-    binding.
-    """
-
-    path: tuple[cst.CSTNode, ...] | None
-    scopes: tuple[cst.CSTNode, ...]  # innermost first, the module last
-    cls: cst.ClassDef | None
-
-
-class _Reach(Enum):
-    FOUND = 1
-    AMBIGUOUS = 2  # bound, but not by one plain assignment that surely reaches
-    NOT_BOUND = 3  # no binding in the innermost scope: a global or closure variable
-
-
-_SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
-_REBINDING_PARENTS = (
-    cst.For,
-    cst.While,
-    cst.ListComp,
-    cst.SetComp,
-    cst.DictComp,
-    cst.GeneratorExp,
-    cst.Match,
-    cst.MatchCase,
-    cst.ExceptHandler,
-    cst.ExceptStarHandler,
-)
 _MAX_DEPTH = 12
 # `criterion = ` / `self.loss_fn: nn.Module = ` / `a = b = ` up to a loss spelling on the line.
 _ASSIGNMENT_PREFIX = re.compile(
     r"[ \t]*((?:[\w.]+[ \t]*(?::[^=\n]*)?=[ \t]*)+)[( \t]*(?:[\w.]+\.)?$"
 )
 _ASSIGNED_NAME = re.compile(r"([\w.]+)[ \t]*(?::[^=\n]*)?=")
-_MISSING: list[cst.BaseExpression | None] = []
-# Node types `_own_bindings` looks at: a cheap filter before its chain of checks.
-_BINDING_NODES = frozenset(
-    {
-        cst.Assign,
-        cst.AnnAssign,
-        cst.NamedExpr,
-        cst.AugAssign,
-        cst.For,
-        cst.CompFor,
-        cst.WithItem,
-        cst.ExceptHandler,
-        cst.ExceptStarHandler,
-        cst.Del,
-        cst.Global,
-        cst.Nonlocal,
-        cst.Import,
-        cst.ImportFrom,
-        cst.FunctionDef,
-        cst.ClassDef,
-        cst.Param,
-        cst.MatchAs,
-        cst.MatchStar,
-        cst.MatchMapping,
-    }
-)
 
 
 class ActivationFlow:
@@ -240,15 +174,20 @@ class ActivationFlow:
         self.context = context
         self._results: dict[int, LossInput | None] = {}
         self._loss_holders: frozenset[str] | None = None
-        self._bound: dict[int, frozenset[str]] = {}
-        self._indexes: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
-        self._globals: frozenset[str] | None = None
+        self._bindings = bindings(context)
         self._class_outputs: dict[str, Activation | None] = {}
+        self._function_outputs: dict[tuple[str, int], Activation | None] = {}
         self._mutated: dict[tuple[str, int], bool] = {}
         # Object resolutions under way: `self.m = self.m.to(d)` must not recurse forever.
         self._visiting: set[tuple[str, str, int, int]] = set()
 
     # -- entry point -------------------------------------------------------------------------
+    def activation_at(
+        self, expr: cst.BaseExpression, ancestors: list[cst.CSTNode]
+    ) -> Activation | None:
+        """The activation whose output `expr`, found under `ancestors`, surely is."""
+        return self._activation(expr, where_from_path((*ancestors, expr), self.context.module), 0)
+
     def loss_input(self, call: cst.Call, ancestors: list[cst.CSTNode]) -> LossInput | None:
         """The activation output `call` passes as a loss input, if `call` is such a loss."""
         key = id(call)
@@ -259,7 +198,7 @@ class ActivationFlow:
     def _loss_input(self, call: cst.Call, ancestors: list[cst.CSTNode]) -> LossInput | None:
         func = call.func
         spec = _LOSS_FUNCTIONS.get(self.context.call_name(call) or "")
-        where: _Where | None = None
+        where: Where | None = None
         if spec is None:
             if isinstance(func, cst.Call):
                 spec = _LOSS_CLASSES.get(self.context.call_name(func) or "")
@@ -267,7 +206,7 @@ class ActivationFlow:
                 name = dotted_name(func)
                 if name is None or name.rsplit(".", 1)[-1] not in self.loss_holders():
                     return None
-                where = _where_from_path((*ancestors, call), self.context.module)
+                where = where_from_path((*ancestors, call), self.context.module)
                 spec = self._loss_of(func, where, 0)
         if spec is None:
             return None
@@ -275,7 +214,7 @@ class ActivationFlow:
         if argument is None:
             return None
         if where is None:
-            where = _where_from_path((*ancestors, call), self.context.module)
+            where = where_from_path((*ancestors, call), self.context.module)
         activation = self._activation(argument, where, 0)
         if activation is None:
             return None
@@ -306,13 +245,13 @@ class ActivationFlow:
         return self._loss_holders
 
     def _shallow_loss(self, value: cst.BaseExpression | None) -> LossSpec | None:
-        value = _unwrap_module_methods(value)
+        value = unwrap_module_methods(value)
         if isinstance(value, cst.Call):
             return _LOSS_CLASSES.get(self.context.call_name(value) or "")
         return _LOSS_FUNCTIONS.get(self.context.qualified_name(value) or "")
 
     # -- losses ------------------------------------------------------------------------------
-    def _loss_of(self, expr: cst.BaseExpression, where: _Where, depth: int) -> LossSpec | None:
+    def _loss_of(self, expr: cst.BaseExpression, where: Where, depth: int) -> LossSpec | None:
         """The loss an object expression (`criterion`, `self.loss_fn`) is, if certain."""
         if depth > _MAX_DEPTH:
             return None
@@ -324,7 +263,7 @@ class ActivationFlow:
             return None
         self._visiting.add(key)
         try:
-            values = self._object_values(expr, where)
+            values = self._bindings.values(expr, where)
             specs = {self._loss_value(value, at, depth + 1) for value, at in values}
         finally:
             self._visiting.discard(key)
@@ -332,22 +271,22 @@ class ActivationFlow:
             return None
         return specs.pop()
 
-    def _loss_value(self, value: cst.BaseExpression, where: _Where, depth: int) -> LossSpec | None:
-        value = _unwrap_module_methods(value)
+    def _loss_value(self, value: cst.BaseExpression, where: Where, depth: int) -> LossSpec | None:
+        value = unwrap_module_methods(value)
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self._loss_of(value, where, depth)
         return self._shallow_loss(value)
 
     # -- tensors -----------------------------------------------------------------------------
-    def _activation(self, expr: cst.BaseExpression, where: _Where, depth: int) -> Activation | None:
+    def _activation(self, expr: cst.BaseExpression, where: Where, depth: int) -> Activation | None:
         """The activation whose output `expr` is, if its data flow is certain."""
         if depth > _MAX_DEPTH:
             return None
         if isinstance(expr, cst.Name):
             if where.path is None:
                 return None
-            status, value, value_where = self._reaching(expr.value, where)
-            if status is not _Reach.FOUND or value is None or value_where is None:
+            status, value, value_where = self._bindings.reaching(expr.value, where)
+            if status is not Reach.FOUND or value is None or value_where is None:
                 return None
             return self._activation(value, value_where, depth + 1)
         if isinstance(expr, cst.Subscript):
@@ -362,8 +301,8 @@ class ActivationFlow:
                 return Activation(kind, f"`{self.context.code(func)}`")
             if qualified in _TENSOR_PASSTHROUGH_FUNCTIONS and expr.args and not expr.args[0].star:
                 return self._activation(expr.args[0].value, where, depth + 1)
-            # Some other imported callable: its output is not ours to guess.
-            return None
+            # Another imported callable: only a model another project file defines is known.
+            return self._project_output(func, ("model",))
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
             receiver = func.value
@@ -379,7 +318,7 @@ class ActivationFlow:
 
     # -- modules -----------------------------------------------------------------------------
     def _module_output(
-        self, callee: cst.BaseExpression, where: _Where, depth: int
+        self, callee: cst.BaseExpression, where: Where, depth: int
     ) -> Activation | None:
         """What calling the module object `callee` returns, if it is certainly an activation."""
         if depth > _MAX_DEPTH:
@@ -392,8 +331,12 @@ class ActivationFlow:
         if key in self._visiting:
             return None
         self._visiting.add(key)
+        passed_to: cst.CSTNode | None = None
         try:
-            values = self._object_values(callee, where)
+            values = self._bindings.values(callee, where)
+            if not values and isinstance(callee, cst.Name):
+                values = self._argument_values(callee.value, where)
+                passed_to = where.scopes[0] if values else None
             outputs = [self._module_value(value, at, depth + 1) for value, at in values]
         finally:
             self._visiting.discard(key)
@@ -412,27 +355,56 @@ class ActivationFlow:
                 scope = self.context.module
             if self._is_mutated(holder.rsplit(".", 1)[-1], scope):
                 return None
+        if isinstance(passed_to, cst.FunctionDef):
+            if first.sequential and self._is_mutated(holder, passed_to):
+                return None  # `model[-1] = nn.Identity()` inside the function
+            return Activation(
+                first.kind,
+                first.describe(),
+                f"every call of `{passed_to.name.value}()` in this file passes a model:",
+                first.sequential,
+            )
         return first
 
+    def _argument_values(self, name: str, where: Where) -> list[tuple[cst.BaseExpression, Where]]:
+        """What every call of this file passes for the parameter `name` of the function
+        `where` is in (`train(model, loader)` with `model = Net()`); [] when not certain."""
+        function = where.scopes[0] if where.scopes else None
+        if not isinstance(function, cst.FunctionDef):
+            return []
+        if self._bindings.index(function).get(name) != [None]:
+            return []  # rebound in the function, or not a parameter at all
+        params = function.params
+        if name not in {p.name.value for p in (*params.posonly_params, *params.params)}:
+            return []
+        found: list[tuple[cst.BaseExpression, Where]] = []
+        for call, path in call_sites(self.context).of(function):
+            argument = argument_for(call, function, name)
+            if argument is None:
+                return []
+            found.append((argument, where_from_path(path, self.context.module)))
+        return found
+
     def _module_value(
-        self, value: cst.BaseExpression, where: _Where, depth: int
+        self, value: cst.BaseExpression, where: Where, depth: int
     ) -> Activation | None:
         """What a module built by the expression `value` returns when called."""
         if depth > _MAX_DEPTH:
             return None
-        value = _unwrap_module_methods(value)
+        value = unwrap_module_methods(value)
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self._module_output(value, where, depth + 1)
         if not isinstance(value, cst.Call):
             return None
         qualified = self.context.call_name(value)
-        if qualified is None:
-            return self._local_class_output(value)
+        if qualified is None or not qualified.startswith("torch."):
+            local = self._local_call_output(value, where) if qualified is None else None
+            return local or self._project_output(value.func, ("class", "factory"))
         kind = _ACTIVATION_LAYERS.get(qualified)
         if kind is not None:
             return Activation(kind, f"an `{_short(qualified)}` layer")
         if qualified == "torch.nn.Sequential":
-            last = _last_layer(value)
+            last = sequential_last_layer(value)
             if last is None:
                 return None
             inner = self._module_value(last, where, depth + 1)
@@ -443,18 +415,110 @@ class ActivationFlow:
             if inner.via is not None:
                 return Activation(inner.kind, inner.describe(), "the model's last layer:", True)
             return Activation(inner.kind, inner.source, "the model ends in", True)
-        if qualified in _MODULE_WRAPPERS and value.args and not value.args[0].star:
+        if qualified in MODULE_WRAPPERS and value.args and not value.args[0].star:
             return self._module_value(value.args[0].value, where, depth + 1)
         return None
 
-    def _local_class_output(self, call: cst.Call) -> Activation | None:
-        """The output of `Net(...)` for an `nn.Module` subclass `Net` defined in this file."""
-        if not isinstance(call.func, cst.Name):
+    def _local_call_output(self, call: cst.Call, where: Where) -> Activation | None:
+        """What the module built by a same-file call outputs.
+
+        `Net(...)` for an `nn.Module` subclass, `build_model(...)` for a top-level factory,
+        `self._make_head(...)` for a method of the enclosing class.
+        """
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            is_self = isinstance(func.value, cst.Name) and func.value.value == "self"
+            if not is_self or where.cls is None:
+                return None
+            helper = method(where.cls, func.attr.value)
+            return self._function_output(where.cls, helper) if helper is not None else None
+        if not isinstance(func, cst.Name):
             return None
-        classdef = self.context.class_defs().get(call.func.value)
-        if classdef is None or not self.context.is_nn_module(classdef):
+        classdef = self.context.class_defs().get(func.value)
+        if classdef is not None:
+            return self._class_output(classdef) if self.context.is_nn_module(classdef) else None
+        factory = self._bindings.top_level_function(func.value)
+        return self._function_output(self.context.module, factory) if factory else None
+
+    def _project_output(
+        self, expr: cst.BaseExpression, roles: tuple[str, ...]
+    ) -> Activation | None:
+        """What a model defined in another file of the project outputs (from its summary).
+
+        `roles` says what `expr` must be there: a class or factory when it is called to build
+        a model, a model when it is called on data.
+        """
+        imports = project_imports(self.context)
+        symbol = imports.symbol(expr) if imports is not None else None
+        summary = imports.summary(symbol) if imports is not None and symbol else None
+        fact = summary.outputs.get(symbol.name) if summary is not None and symbol else None
+        if fact is None or symbol is None or fact.role not in roles:
             return None
-        return self._class_output(classdef)
+        # "`Net.forward` returns" -> "`Net.forward` in models.py returns"
+        if "` " in fact.via:
+            return Activation(
+                fact.kind, fact.source, fact.via.replace("` ", f"` in {symbol.path.name} ", 1)
+            )
+        return Activation(fact.kind, f"{fact.source} ({symbol.path.name})", fact.via or None)
+
+    def _function_output(
+        self, owner: cst.ClassDef | cst.Module, function: cst.FunctionDef
+    ) -> Activation | None:
+        """What the model a factory function or helper method returns outputs, if certain."""
+        key = ("factory", id(function))
+        if key in self._function_outputs:
+            return self._function_outputs[key]
+        self._function_outputs[key] = None  # in progress: recursion resolves to unknown
+        result = None
+        outputs = []
+        for path in returns_with_paths(owner, function):
+            node = path[-1]
+            if not isinstance(node, cst.Return) or node.value is None:
+                outputs = []
+                break
+            outputs.append(
+                self._module_value(node.value, where_from_path(path, self.context.module), 0)
+            )
+        if outputs and all(o is not None and o.kind == outputs[0].kind for o in outputs):
+            first = outputs[0]
+            assert first is not None
+            name = function.name.value
+            if first.sequential:
+                result = Activation(
+                    first.kind, first.source, f"`{name}()` returns a model that ends in"
+                )
+            else:
+                result = Activation(first.kind, _kind_phrase(first.kind), f"`{name}()` returns")
+        self._function_outputs[key] = result
+        return result
+
+    def top_level_outputs(self) -> dict[str, tuple[str, Activation]]:
+        """Top-level classes, factories and models whose output is an activation's, by name.
+
+        Each comes with its role: "class" or "factory" (calling it builds the model), "model".
+        """
+        found: dict[str, tuple[str, Activation]] = {}
+        module = self.context.module
+        for name, classdef in self.context.class_defs().items():
+            if self.context.is_nn_module(classdef):
+                output = self._class_output(classdef)
+                if output is not None:
+                    found[name] = ("class", output)
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                output = self._function_output(module, stmt)
+                if output is not None:
+                    found[stmt.name.value] = ("factory", output)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        target = small.targets[0].target
+                        if isinstance(target, cst.Name) and target.value not in found:
+                            where = Where(None, (module,), None)
+                            output = self._module_output(target, where, 0)
+                            if output is not None:
+                                found[target.value] = ("model", output)
+        return found
 
     def _class_output(self, classdef: cst.ClassDef) -> Activation | None:
         key = classdef.name.value
@@ -462,7 +526,7 @@ class ActivationFlow:
             return self._class_outputs[key]
         self._class_outputs[key] = None  # in progress: a cycle resolves to unknown
         result = None
-        forward = _method(classdef, "forward")
+        forward = method(classdef, "forward")
         if forward is None:
             inherited = [
                 self.context.class_defs().get(dotted_name(base.value) or "")
@@ -479,7 +543,7 @@ class ActivationFlow:
     def _forward_output(
         self, classdef: cst.ClassDef, forward: cst.FunctionDef
     ) -> Activation | None:
-        returns = list(_returns_with_paths(classdef, forward))
+        returns = list(returns_with_paths(classdef, forward))
         if not returns:
             return None
         kinds: set[str] = set()
@@ -488,7 +552,7 @@ class ActivationFlow:
             node = path[-1]
             if not isinstance(node, cst.Return) or node.value is None:
                 return None  # a bare return, or a generator
-            found = self._activation(node.value, _where_from_path(path, self.context.module), 0)
+            found = self._activation(node.value, where_from_path(path, self.context.module), 0)
             if found is None:
                 return None
             kinds.add(found.kind)
@@ -513,172 +577,6 @@ class ActivationFlow:
             self._mutated[key] = pattern.search(text) is not None
         return self._mutated[key]
 
-    # -- names -------------------------------------------------------------------------------
-    def _object_values(
-        self, expr: cst.BaseExpression, where: _Where
-    ) -> list[tuple[cst.BaseExpression, _Where]]:
-        """Every value an object-holding name may have, with where to evaluate it; [] if unknown."""
-        if isinstance(expr, cst.Name):
-            name = expr.value
-            outer = where.scopes
-            if where.path is not None:
-                status, value, value_where = self._reaching(name, where)
-                if status is _Reach.FOUND and value is not None and value_where is not None:
-                    return [(value, value_where)]
-                if status is _Reach.AMBIGUOUS:
-                    return []
-                outer = where.scopes[1:]
-            return self._unique_binding(name, outer)
-        name = dotted_name(expr)
-        if name is None or where.cls is None:
-            return []
-        head, _, attr = name.partition(".")
-        if head != "self" or not attr or "." in attr:
-            return []
-        return self._self_attribute(name, where.cls)
-
-    def _unique_binding(
-        self, name: str, scopes: tuple[cst.CSTNode, ...]
-    ) -> list[tuple[cst.BaseExpression, _Where]]:
-        for i, scope in enumerate(scopes):
-            if isinstance(scope, cst.ClassDef):
-                continue  # class bodies are not visible from their methods
-            values = self._index(scope).get(name, _MISSING)
-            if values is _MISSING:
-                continue
-            value = values[0]
-            if len(values) != 1 or value is None:
-                return []
-            if isinstance(scope, cst.Module) and name in self._global_names():
-                return []
-            return [(value, _Where(None, scopes[i:], None))]
-        return []
-
-    def _self_attribute(
-        self, name: str, classdef: cst.ClassDef
-    ) -> list[tuple[cst.BaseExpression, _Where]]:
-        """Values assigned to `self.<attr>` in the class and its same-file bases."""
-        found: list[tuple[cst.BaseExpression, _Where]] = []
-        seen: set[str] = set()
-        pending = [classdef]
-        while pending:
-            current = pending.pop()
-            if current.name.value in seen:
-                continue
-            seen.add(current.name.value)
-            for stmt in _body(current):
-                if not isinstance(stmt, cst.FunctionDef):
-                    continue
-                for value in self._index(stmt).get(name, ()):
-                    if value is None:
-                        return []  # also bound some way we cannot follow
-                    if dotted_name(_unwrap_module_methods(value)) == name:
-                        continue  # `self.net = self.net.to(device)` keeps the same model
-                    found.append(
-                        (value, _Where(None, (stmt, current, self.context.module), current))
-                    )
-            for base in current.bases:
-                parent = self.context.class_defs().get(dotted_name(base.value) or "")
-                if parent is not None:
-                    pending.append(parent)
-        return found
-
-    def _reaching(
-        self, name: str, where: _Where
-    ) -> tuple[_Reach, cst.BaseExpression | None, _Where | None]:
-        """The one plain assignment of `name` that reaches the end of `where.path`, if any."""
-        path = where.path
-        assert path is not None
-        for i in range(len(path) - 2, -1, -1):
-            parent, child = path[i], path[i + 1]
-            body = _statement_list(parent)
-            if body is not None:
-                index = next((k for k, stmt in enumerate(body) if stmt is child), None)
-                if index is None:
-                    continue
-                found = self._last_binding(name, body[:index], path[: i + 1], where)
-                if found is not None:
-                    return found
-                continue
-            if isinstance(parent, (cst.FunctionDef, cst.Module)):
-                if name in self._index(parent):
-                    return _Reach.AMBIGUOUS, None, None
-                return _Reach.NOT_BOUND, None, None
-            if isinstance(parent, (cst.Lambda, cst.ClassDef)):
-                return _Reach.AMBIGUOUS, None, None  # late binding, or a class body
-            if isinstance(parent, cst.With):
-                if any(name in self._bound_names(item) for item in parent.items):
-                    return _Reach.AMBIGUOUS, None, None
-                continue
-            rebinding = isinstance(parent, _REBINDING_PARENTS) or (
-                isinstance(parent, (cst.Try, cst.TryStar)) and child is not parent.body
-            )
-            # Loops (a later binding reaches through the back edge), the handlers of a try,
-            # comprehensions, match cases: any binding in them may be the one that reaches.
-            if rebinding and name in self._bound_names(parent):
-                return _Reach.AMBIGUOUS, None, None
-        return _Reach.NOT_BOUND, None, None
-
-    def _last_binding(
-        self,
-        name: str,
-        statements: list[cst.CSTNode],
-        prefix: tuple[cst.CSTNode, ...],
-        where: _Where,
-    ) -> tuple[_Reach, cst.BaseExpression | None, _Where | None] | None:
-        """The last binding of `name` among straight-line `statements`; None if there is none."""
-        for stmt in reversed(statements):
-            if name not in self._bound_names(stmt):
-                continue
-            if isinstance(stmt, cst.With) and not any(
-                name in self._bound_names(item) for item in stmt.items
-            ):
-                # A `with` body runs straight through: look inside it.
-                inner = _statement_list(stmt.body)
-                if inner is not None:
-                    found = self._last_binding(name, inner, (*prefix, stmt, stmt.body), where)
-                    if found is not None:
-                        return found
-                return _Reach.AMBIGUOUS, None, None
-            value, small = _assigned_value(stmt, name)
-            if value is None or small is None:
-                return _Reach.AMBIGUOUS, None, None
-            def_path = (*prefix, stmt) if small is stmt else (*prefix, stmt, small)
-            return _Reach.FOUND, value, _Where(def_path, where.scopes, where.cls)
-        return None
-
-    def _bound_names(self, node: cst.CSTNode) -> frozenset[str]:
-        key = id(node)
-        cached = self._bound.get(key)
-        if cached is None:
-            cached = frozenset(name for name, _ in _bindings_in(node))
-            self._bound[key] = cached
-        return cached
-
-    def _index(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
-        """Every binding in a scope by name: the value for plain assignments, else None."""
-        key = id(scope)
-        cached = self._indexes.get(key)
-        if cached is None:
-            cached = {}
-            for node in iter_scope_nodes(scope):
-                if type(node) in _BINDING_NODES:
-                    for name, value in _own_bindings(node):
-                        cached.setdefault(name, []).append(value)
-            self._indexes[key] = cached
-        return cached
-
-    def _global_names(self) -> frozenset[str]:
-        """Names some function declares `global` (so a module-level value may change)."""
-        if self._globals is None:
-            found: set[str] = set()
-            if "global" in self.context.source:
-                for node in iter_descendants(self.context.module):
-                    if isinstance(node, cst.Global):
-                        found.update(item.name.value for item in node.names)
-            self._globals = frozenset(found)
-        return self._globals
-
 
 def activation_flow(context: FileContext) -> ActivationFlow:
     """The file's shared activation-flow analysis (for TL101 to TL105)."""
@@ -691,23 +589,9 @@ def has_loss_token(source: str, kind: str) -> bool:
 
 
 # -- syntax helpers --------------------------------------------------------------------------
-def _visit_key(op: str, expr: cst.BaseExpression, where: _Where) -> tuple[str, str, int, int]:
+def _visit_key(op: str, expr: cst.BaseExpression, where: Where) -> tuple[str, str, int, int]:
     anchor = where.path[-1] if where.path is not None else where.scopes[0]
     return op, dotted_name(expr) or "", id(anchor), id(where.cls)
-
-
-def _where_from_path(path: tuple[cst.CSTNode, ...], module: cst.Module) -> _Where:
-    scopes: list[cst.CSTNode] = [n for n in reversed(path[:-1]) if isinstance(n, _SCOPE_NODES)]
-    scopes.append(module)
-    cls = None
-    for i in range(len(path) - 2, -1, -1):
-        if isinstance(path[i], cst.FunctionDef):
-            if i >= 2 and isinstance(path[i - 2], cst.ClassDef):
-                candidate = path[i - 2]
-                assert isinstance(candidate, cst.ClassDef)
-                cls = candidate
-            break
-    return _Where(path, tuple(scopes), cls)
 
 
 def _input_argument(call: cst.Call) -> cst.BaseExpression | None:
@@ -721,17 +605,6 @@ def _input_argument(call: cst.Call) -> cst.BaseExpression | None:
         else:
             return arg.value
     return None
-
-
-def _unwrap_module_methods(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
-    """`nn.CrossEntropyLoss().to(device)` -> `nn.CrossEntropyLoss()`."""
-    while (
-        isinstance(value, cst.Call)
-        and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value in _MODULE_PASSTHROUGH_METHODS
-    ):
-        value = value.func.value
-    return value
 
 
 def _is_tensor_activation_call(call: cst.Call, kind: str) -> bool:
@@ -754,159 +627,6 @@ def _looks_like_dim(expr: cst.BaseExpression) -> bool:
         return True
     name = dotted_name(expr)
     return name is not None and ("dim" in name.rsplit(".", 1)[-1] or name.endswith("axis"))
-
-
-def _last_layer(call: cst.Call) -> cst.BaseExpression | None:
-    """The last layer given to `nn.Sequential(...)`, including the `OrderedDict` form."""
-    # `nn.Sequential(*body, nn.Softmax(1))` still ends in the softmax; keywords are not layers.
-    if not call.args or call.args[-1].star or any(arg.keyword is not None for arg in call.args):
-        return None
-    last = call.args[-1].value
-    is_ordered_dict = isinstance(last, cst.Call) and (dotted_name(last.func) or "").endswith(
-        "OrderedDict"
-    )
-    if not (len(call.args) == 1 and isinstance(last, cst.Call) and is_ordered_dict):
-        return last
-    if len(last.args) != 1:
-        return None
-    pairs = last.args[0].value
-    if not isinstance(pairs, (cst.List, cst.Tuple)) or not pairs.elements:
-        return None
-    pair = pairs.elements[-1]
-    if isinstance(pair, cst.StarredElement) or not isinstance(pair.value, cst.Tuple):
-        return None
-    if len(pair.value.elements) != 2:
-        return None
-    return pair.value.elements[1].value
-
-
-def _statement_list(node: cst.CSTNode) -> list[cst.CSTNode] | None:
-    if isinstance(
-        node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)
-    ):
-        return list(node.body)
-    return None
-
-
-def _assigned_value(
-    stmt: cst.CSTNode, name: str
-) -> tuple[cst.BaseExpression | None, cst.CSTNode | None]:
-    """The value and statement of the last binding of `name` in `stmt`, if a plain assignment."""
-    smalls = list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
-    for small in reversed(smalls):
-        bindings = sum(1 for bound, _ in _bindings_in(small) if bound == name)
-        if not bindings:
-            continue
-        if isinstance(small, cst.Assign):
-            direct = sum(1 for t in small.targets if dotted_name(t.target) == name)
-            # Every binding must be a whole target: not unpacking, not a walrus in the value.
-            if direct == bindings:
-                return small.value, small
-        elif (
-            isinstance(small, cst.AnnAssign)
-            and small.value is not None
-            and bindings == 1
-            and dotted_name(small.target) == name
-        ):
-            return small.value, small
-        return None, None
-    return None, None
-
-
-def _bindings_in(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
-    """Bindings made by `node` and the code inside it, not inside nested scopes."""
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        yield node.name.value, None
-        return
-    yield from _own_bindings(node)
-    for inner in iter_scope_nodes(node):
-        if type(inner) in _BINDING_NODES:
-            yield from _own_bindings(inner)
-
-
-def _own_bindings(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
-    """The names one node binds, with the value for a plain `name = value`."""
-    if isinstance(node, cst.Assign):
-        for target in node.targets:
-            yield from _target_names(target.target, node.value)
-    elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
-        if node.value is not None:
-            yield from _target_names(node.target, node.value)
-    elif isinstance(node, cst.AugAssign):
-        yield from _target_names(node.target, None)
-    elif isinstance(node, (cst.For, cst.CompFor)):
-        yield from _target_names(node.target, None)
-    elif isinstance(node, (cst.WithItem, cst.ExceptHandler, cst.ExceptStarHandler)):
-        asname = node.asname if isinstance(node, cst.WithItem) else node.name
-        if asname is not None:
-            yield from _target_names(asname.name, None)
-    elif isinstance(node, cst.Del):
-        yield from _target_names(node.target, None)
-    elif isinstance(node, (cst.Global, cst.Nonlocal)):
-        for item in node.names:
-            yield item.name.value, None
-    elif isinstance(node, (cst.Import, cst.ImportFrom)):
-        if isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            if alias.asname is not None:
-                yield from _target_names(alias.asname.name, None)
-            else:
-                full = dotted_name(alias.name) or ""
-                yield full.split(".", 1)[0], None
-    elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        yield node.name.value, None
-    elif isinstance(node, cst.Param):
-        yield node.name.value, None
-    elif isinstance(node, (cst.MatchAs, cst.MatchStar)):
-        if node.name is not None:
-            yield node.name.value, None
-    elif isinstance(node, cst.MatchMapping) and node.rest is not None:
-        yield node.rest.value, None
-
-
-def _target_names(
-    target: cst.BaseExpression, value: cst.BaseExpression | None
-) -> Iterator[tuple[str, cst.BaseExpression | None]]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value, None)
-        return
-    if isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value, None)
-        return
-    name = dotted_name(target)
-    if name is not None:
-        yield name, value
-
-
-def _body(classdef: cst.ClassDef) -> list[cst.BaseStatement]:
-    return list(classdef.body.body) if isinstance(classdef.body, cst.IndentedBlock) else []
-
-
-def _method(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
-    found = None
-    for stmt in _body(classdef):
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-            found = stmt  # the last definition wins, as at runtime
-    return found
-
-
-def _returns_with_paths(
-    classdef: cst.ClassDef, function: cst.FunctionDef
-) -> Iterator[tuple[cst.CSTNode, ...]]:
-    """Paths (class, ..., statement) to each return or yield of `function`, nested defs aside."""
-    start: tuple[cst.CSTNode, ...] = (classdef, classdef.body, function)
-    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(function.body, start)]
-    while stack:
-        node, parents = stack.pop()
-        path = (*parents, node)
-        if isinstance(node, (cst.Return, cst.Yield)):
-            yield path
-            continue
-        if isinstance(node, _SCOPE_NODES):
-            continue
-        stack.extend((child, path) for child in iter_children(node))
 
 
 def _short(qualified: str) -> str:

@@ -24,6 +24,7 @@ from torchlint.container_fixes import wrap_container
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.semantic.calls import call_target
 from torchlint.walker import iter_children
 
 MODULE = "module"
@@ -384,7 +385,7 @@ class _ClassAnalysis:
         for site in sites:
             if site.assigned:
                 kind = self._plain_kind(site.value, site.method)
-                if kind is None or _hides_one(site.value):
+                if kind is None or (_hides_one(site.value) and not self._fresh_layer(site.value)):
                     continue
                 elements = self._container_elements(site.value, site.method, 0)
             else:
@@ -428,13 +429,40 @@ class _ClassAnalysis:
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Name)
             and self.context.qualified_name(value.func) is None
+            and value.func.value in _BUILDERS
         ):
-            return _BUILDERS.get(value.func.value)
+            return _BUILDERS[value.func.value]
         if isinstance(value, cst.Name) and local:
             found = self._local_container(value, method)
             if found is not None:
                 return self._plain_kind(found[0], method, False)
+        if isinstance(value, cst.Call) and local:
+            kinds = {self._plain_kind(v, helper) for v, helper in self._helper_returns(value)}
+            if len(kinds) == 1:
+                return kinds.pop()
         return None
+
+    def _helper_returns(self, call: cst.Call) -> list[tuple[cst.BaseExpression, cst.FunctionDef]]:
+        """What a same-file helper (`self._make_layers(...)`, `make_heads(...)`) returns.
+
+        Empty unless every return gives a value.
+        """
+        helper = call_target(self.context, call, self.classdef)
+        if helper is None:
+            return []
+        returns = [n for n in iter_scope_nodes(helper) if isinstance(n, cst.Return)]
+        if not returns or any(r.value is None for r in returns):
+            return []
+        return [(r.value, helper) for r in returns if r.value is not None]
+
+    def _fresh_layer(self, value: cst.BaseExpression) -> bool:
+        """`[nn.Linear(4, 4)]`: a one-element list of a torch layer built right there hides
+        nothing on purpose (unlike `[teacher]`, which keeps a model out of `parameters()`)."""
+        if not isinstance(value, cst.List):
+            return False  # `(layer,)` stays a deliberate hiding place
+        element = value.elements[0].value
+        qualified = self.context.call_name(element) if isinstance(element, cst.Call) else None
+        return qualified is not None and _is_module_class(qualified)
 
     def _container_elements(
         self, value: cst.BaseExpression, method: cst.FunctionDef, depth: int
@@ -467,6 +495,11 @@ class _ClassAnalysis:
         elif isinstance(value, cst.IfExp):
             kinds |= self._container_elements(value.body, method, depth + 1)
             kinds |= self._container_elements(value.orelse, method, depth + 1)
+        elif isinstance(value, cst.Call) and not (
+            isinstance(value.func, cst.Name) and value.func.value in _BUILDERS
+        ):
+            for returned, helper in self._helper_returns(value):
+                kinds |= self._container_elements(returned, helper, depth + 1)
         elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             if self.context.qualified_name(value.func) is None and value.func.value in _BUILDERS:
                 for arg in value.args:

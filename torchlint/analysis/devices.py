@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
 from torchlint.walker import iter_descendants
@@ -366,6 +367,9 @@ class ModelMove:
     #: Position in the scope's source order; -1 for a move in another method of the class.
     order: int
     device: str | None  # the argument of `.to(...)`; None for `.cuda()`
+    #: For a model passed in as an argument: what moves batches to `device` (`call`) and so
+    #: says where the model runs ("this loop", "train()").
+    assumed_from: str | None = None
 
 
 @dataclass
@@ -393,6 +397,11 @@ class FileFacts:
         self._module_bindings: dict[str, list[cst.BaseExpression]] | None = None
         self._loader_wrapping: bool | None = None
         self._class_bindings: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+        self._batch_move: tuple[cst.FunctionDef, cst.Call] | None = None
+        self._batch_move_found = False
+        #: What `forward`'s class holds on its device (tensors, layers, submodules, other
+        #: torch.nn modules), by class.
+        self.forward_state: dict[int, tuple[set[str], set[str], set[str], set[str]]] = {}
 
     def module_bindings(self) -> dict[str, list[cst.BaseExpression]]:
         if self._module_bindings is None:
@@ -411,6 +420,42 @@ class FileFacts:
                         found.setdefault(name, []).extend(values)
             self._class_bindings[key] = found
         return found
+
+    def batch_move(self) -> tuple[cst.FunctionDef, cst.Call] | None:
+        """The first function whose loop over a loader moves the loop's batches to a device
+        (`for x, y in loader: x = x.to(device)`): where this file's models run."""
+        if not self._batch_move_found:
+            self._batch_move = self._find_batch_move()
+            self._batch_move_found = True
+        return self._batch_move
+
+    def _find_batch_move(self) -> tuple[cst.FunctionDef, cst.Call] | None:
+        for function in iter_descendants(self.context.module):
+            if isinstance(function, cst.FunctionDef):
+                move = self.batch_move_in(function)
+                if move is not None:
+                    return function, move
+        return None
+
+    def batch_move_in(self, function: cst.FunctionDef) -> cst.Call | None:
+        """`x.to(device)` of a loop target in a loop over a loader of `function`, if any."""
+        for loop in iter_scope_nodes(function):
+            if not isinstance(loop, cst.For) or not _is_loader_like(loop.iter):
+                continue
+            targets = set(target_names(loop.target))
+            body = iter_descendants(loop.body)
+            for index, node in enumerate(body):
+                if (
+                    isinstance(node, cst.Call)
+                    and isinstance(node.func, cst.Attribute)
+                    and isinstance(node.func.value, cst.Name)
+                    and node.func.value.value in targets
+                    and move_kind(self.context, node) == "device"
+                    and device_argument(self.context, node) is not None
+                    and _fed_to_model(node.func.value.value, body[index + 1 :])
+                ):
+                    return node
+        return None
 
     def loaders_may_be_moved(self) -> bool:
         """Whether the file wraps loaders in something that moves their batches: a dataset or
@@ -477,6 +522,8 @@ class LoaderFlow:
         self._collect_moves(nodes)
         if self.classdef is not None:
             self._collect_class_moves()
+        if isinstance(self.scope, cst.FunctionDef):
+            self._assume_argument_models(nodes)
         if not self.moves or all(name in self.wrapped for name in self.moves):
             return []
         self.order = {id(node): index for index, node in enumerate(nodes)}
@@ -527,6 +574,40 @@ class LoaderFlow:
                 if name.startswith("self.") and name not in self.moves:
                     move.order = -1
                     self.moves[name] = move
+
+    def _assume_argument_models(self, nodes: list[cst.CSTNode]) -> None:
+        """Where a model passed in as an argument runs: where this function's loop sends
+        some of its batches (`x = x.to(device)`), or, for an evaluation function that moves
+        nothing, where the training loop of this file sends its batches."""
+        if not isinstance(self.scope, cst.FunctionDef):
+            return
+        own = self.facts.batch_move_in(self.scope)
+        if own is not None:
+            evidence: tuple[cst.FunctionDef, cst.Call] | None = (self.scope, own)
+        elif (
+            not _EVALUATION.search(self.scope.name.value)
+            or is_test_file(self.context.path)  # tests pick their device one by one
+            or any(isinstance(n, cst.Call) and move_kind(self.context, n) for n in nodes)
+        ):
+            return  # a training function may be handed a model its caller keeps on the CPU
+        else:
+            evidence = self.facts.batch_move()
+        if evidence is None or (own is None and evidence[0] is self.scope):
+            return
+        function, move = evidence
+        params = self.scope.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            name = param.name.value
+            if not _MODEL_PARAMETER.search(name) or name in self.moves:
+                continue
+            called = any(
+                isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == name
+                for n in nodes
+            )
+            if called:
+                device = device_argument(self.context, move)
+                source = "this loop" if function is self.scope else f"{function.name.value}()"
+                self.moves[name] = ModelMove(name, move, -1, device, source)
 
     def _add_move(self, name: str, link: cst.Call, index: int) -> None:
         if name not in self.moves:
@@ -949,10 +1030,52 @@ def _flat_dotted(target: cst.BaseExpression) -> list[str]:
     return [name] if name is not None else []
 
 
+_MODEL_PARAMETER = re.compile(r"model|net|classifier|encoder|decoder", re.IGNORECASE)
+_EVALUATION = re.compile(r"eval|test|valid|predict|infer|accuracy|score", re.IGNORECASE)
+
+
+def _fed_to_model(name: str, later: list[cst.CSTNode]) -> bool:
+    """Whether `name` is then passed to a model call (`model(x)`, `self.net(x)`): a batch
+    moved only to meet outputs (`target.to(device)` after the model ran) says nothing."""
+    for node in later:
+        if not isinstance(node, cst.Call):
+            continue
+        callee = dotted_name(node.func)
+        if (
+            callee is None
+            or callee.count(".") > 1
+            or ("." in callee and not callee.startswith("self."))
+        ):
+            continue
+        if any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in node.args):
+            return True
+    return False
+
+
+def _is_loader_like(expr: cst.BaseExpression) -> bool:
+    """`loader`, `train_dl`, `enumerate(loader)`, `tqdm(loader)`: a loop over a data loader."""
+    while isinstance(expr, cst.Call) and expr.args:
+        expr = expr.args[0].value
+    name = dotted_name(expr)
+    last = name.rsplit(".", 1)[-1].lower() if name else ""
+    return "loader" in last or last.endswith("_dl") or last == "dl"
+
+
 def batch_message(finding: UnmovedBatch, line: int | str | None) -> str:
     move = finding.move
     variable = finding.variable
     where = f" at line {line}" if line is not None else ""
+    if move.assumed_from is not None:
+        fix = (
+            f"{variable} = {{k: v.to({move.device}) for k, v in {variable}.items()}}"
+            if finding.dict_like
+            else f"{variable} = {variable}.to({move.device})"
+        )
+        return (
+            f"{variable} comes from {finding.loader} but is not moved to {move.device}, "
+            f"while {move.assumed_from} moves batches there{where}, so the model runs "
+            f"on {move.device}: add {fix}"
+        )
     if move.device is None:
         target, place, call = "the GPU", "the GPU", f"{move.name}.cuda()"
         fix = (
@@ -1269,7 +1392,17 @@ class ForwardFlow:
         self.params: list[str] = []
 
     def run(self) -> list[CpuTensor]:
-        self._module_state()
+        state = self.facts.forward_state.get(id(self.classdef))
+        if state is None:  # shared by forward and the helper methods it calls
+            self._module_state()
+            self.facts.forward_state[id(self.classdef)] = (
+                set(self.tensors),
+                set(self.layers),
+                set(self.submodules),
+                set(self.builtins),
+            )
+        else:
+            self.tensors, self.layers, self.submodules, self.builtins = (set(s) for s in state)
         self.params = self._tensor_params()
         for name in self.params:
             self.env[name] = _DEV
@@ -1662,7 +1795,7 @@ def _merge(kinds: list[Kind]) -> Kind:
     return next((kind for kind in flat if isinstance(kind, _Cpu)), None)
 
 
-def factory_message(finding: CpuTensor) -> str:
+def factory_message(finding: CpuTensor, where: str = "forward") -> str:
     short = finding.factory.rsplit(".", 1)[-1]
     source = finding.source
     if short in ("zeros", "ones", "empty", "full"):
@@ -1675,6 +1808,6 @@ def factory_message(finding: CpuTensor) -> str:
     else:
         instead = "register a buffer"
     return (
-        f"torch.{short}(...) creates a CPU tensor inside forward; when the model runs on GPU "
+        f"torch.{short}(...) creates a CPU tensor inside {where}; when the model runs on GPU "
         f"this fails with a device mismatch: pass device={source}.device (or {instead})"
     )

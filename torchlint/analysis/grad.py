@@ -14,6 +14,7 @@ dominates the use (same or enclosing block), and anything unresolved counts as u
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -663,6 +664,76 @@ class GradTracker:
             self.called_without_grad.add(func.value)
         elif isinstance(func, cst.Attribute):
             self.called_without_grad.add(func.attr.value)
+            if func.attr.value == "apply" and call.args:  # `model.apply(init_fn)`
+                applied = dotted_name(call.args[0].value)
+                if applied is not None:
+                    self.called_without_grad.add(applied.rsplit(".", 1)[-1])
+
+    def check_init_argument(self, change: InPlace) -> None:
+        """`m.weight.normal_(0, 0.02)` in a function that receives a module `m` to initialise."""
+        target = change.target
+        if (
+            self.lambda_depth
+            or not isinstance(target, cst.Attribute)
+            or target.attr.value not in ("weight", "bias")
+            or not isinstance(target.value, cst.Name)
+        ):
+            return
+        function = self.context.enclosing_function()
+        name = target.value.value
+        if function is None or name not in _parameter_names(function):
+            return
+        if not self._receives_module(function, name):
+            return
+        if self.grad_mode_here() == "off" or self._tests_requires_grad():
+            return
+        text = self.context.code(target)
+        error = "'a leaf Variable that requires grad is being used in an in-place operation'"
+        self.candidates.append(
+            _Candidate(
+                node=change.node,
+                message=(
+                    f"in-place {change.op} on `{text}`, a parameter of the module passed to "
+                    f"{function.name.value}(), raises {error}; use the torch.nn.init "
+                    "functions (they run under no_grad) or wrap it in `with torch.no_grad():`"
+                ),
+                scopes=tuple(self.scopes),
+                functions=tuple(
+                    n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
+                ),
+                owner=None,
+                classdef=None,
+            )
+        )
+
+    def _receives_module(self, function: cst.FunctionDef, name: str) -> bool:
+        """Whether parameter `name` surely holds an `nn.Module`: annotated as one, checked
+        with `isinstance(name, nn.<Layer>)` before use, or the function is given to
+        `.apply(...)`, which calls it on every submodule."""
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                qualified = self.context.qualified_name(param.annotation.annotation) or ""
+                if qualified.startswith("torch.nn."):
+                    return True
+        for node in iter_descendants(function.body):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Name)
+                and node.func.value == "isinstance"
+                and len(node.args) == 2
+                and dotted_name(node.args[0].value) == name
+            ):
+                kinds = node.args[1].value
+                options = (
+                    [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+                )
+                if all(
+                    (self.context.qualified_name(o) or "").startswith("torch.nn.") for o in options
+                ):
+                    return True
+        applied = re.compile(rf"\.apply\(\s*{re.escape(function.name.value)}\s*\)")
+        return applied.search(self.context.source) is not None
 
     # -- what an expression is ------------------------------------------------------------
     def classify(self, expr: cst.BaseExpression | None) -> Binding | None:

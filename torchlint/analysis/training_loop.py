@@ -30,6 +30,7 @@ CLEAR = "clear"  # clears gradients some other way: `p.grad = None`, `zero_grads
 GRAD_WRITE = "grad_write"  # changes `.grad` in place: `p.grad.add_(noise)`, `p.grad.copy_(g)`
 CALL = "call"  # any other call, `step()` included (classified later)
 JUMP = "jump"  # return / raise / break / continue
+UNCALLED = "uncalled"  # `optimizer.zero_grad` alone on a line: the call was meant, not made
 ASSIGN = "assign"  # `<dotted name> = ...`
 
 Path = tuple[tuple[int, int], ...]
@@ -241,7 +242,9 @@ class _Collector:
                     self._expr(child, unit, path)
 
     def _small(self, small: cst.BaseSmallStatement, unit: Unit, path: Path) -> None:
-        if isinstance(small, (cst.Return, cst.Raise)):
+        if is_uncalled_zero_grad(small):
+            self._event(UNCALLED, small, unit, path)
+        elif isinstance(small, (cst.Return, cst.Raise)):
             for child in iter_children(small):
                 if isinstance(child, cst.BaseExpression):
                     self._expr(child, unit, path)
@@ -430,8 +433,11 @@ class TrainingLoops:
         for name, defs in functions.items():
             calls: set[str] = callees.setdefault(name, set())
             for definition in defs:
+                uncalled: set[int] = set()
                 for node in iter_descendants(definition.body):
-                    if isinstance(node, cst.Attribute):
+                    if is_uncalled_zero_grad(node):
+                        uncalled.add(id(node.value))  # type: ignore[attr-defined]
+                    elif isinstance(node, cst.Attribute) and id(node) not in uncalled:
                         if node.attr.value == "zero_grad":
                             clearing.add(name)
                         elif node.attr.value in ("backward", "manual_backward"):
@@ -650,11 +656,41 @@ class TrainingLoops:
             return True  # `apply_gradients(...)`, `set_grads(...)`
         return event.name in self.facts.clearing_functions
 
+    def step_function(self, function: cst.FunctionDef) -> tuple[Event, Event] | None:
+        """(backward, step) when `function` is a training step that never clears gradients.
+
+        Both run once per call, outside any loop of its own; nothing in the function clears
+        gradients or hands the optimizer to code that might.
+        """
+        # Judged on this definition's own events: several classes may share a method name.
+        scope = self.scope(function)
+        top = scope.units[0]
+        backward = next((e for e in top.events if e.kind == BACKWARD), None)
+        step = next(self.steps(top.events, scope), None)
+        if backward is None or step is None or backward.pos > step[0].pos:
+            return None
+        target = self.canonical(step[1], scope)
+        if target is None or any(
+            e.kind in (ZERO, CLEAR) or self.clears_all(e) or self.hands_over(e, target, scope)
+            for e in scope.events
+        ):
+            return None
+        return backward, step[0]
+
     def clears_all(self, event: Event) -> bool:
         """Clears gradients other than through `<receiver>.zero_grad()`."""
         if event.kind == CLEAR:
             return True
         return event.kind == CALL and event.name in self.facts.clearing_functions
+
+
+def is_uncalled_zero_grad(node: cst.CSTNode) -> bool:
+    """`optimizer.zero_grad` as a statement of its own: a call with its parentheses missing."""
+    return (
+        isinstance(node, cst.Expr)
+        and isinstance(node.value, cst.Attribute)
+        and node.value.attr.value == "zero_grad"
+    )
 
 
 def _strip_private(name: str) -> str:
@@ -690,6 +726,31 @@ def _sets_grad(node: cst.Assign | cst.Del) -> bool:
     """`p.grad = None` / `del p.grad`."""
     targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
     return any(isinstance(t, cst.Attribute) and t.attr.value == "grad" for t in targets)
+
+
+_DEF_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
+
+
+def backward_function_names(context: FileContext) -> frozenset[str]:
+    """Names of functions whose text mentions `backward` (a cheap, generous text scan that
+    decides which calls are worth a closer look)."""
+    return context.shared(_backward_function_names)
+
+
+def _backward_function_names(context: FileContext) -> frozenset[str]:
+    source = context.source
+    found: set[str] = set()
+    matches = list(_DEF_LINE.finditer(source))
+    for index, match in enumerate(matches):
+        indent = len(match.group(1).expandtabs())
+        end = len(source)
+        for later in matches[index + 1 :]:
+            if len(later.group(1).expandtabs()) <= indent:
+                end = later.start()
+                break
+        if "backward" in source[match.end() : end]:
+            found.add(match.group(2))
+    return frozenset(found)
 
 
 def training_loops(context: FileContext) -> TrainingLoops:

@@ -1,0 +1,75 @@
+"""Findings that need another file of the project: resolution, caching, sharding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+MODELS = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.head = nn.Sequential(nn.Linear(2, 2), nn.Softmax(dim=1))
+
+    def forward(self, x):
+        return self.head(self.fc(x))
+"""
+TRAIN = """\
+import torch.nn as nn
+from models import Net
+
+
+def step(x, y):
+    return nn.CrossEntropyLoss()(Net()(x), y)
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / "pyproject.toml").write_text("[tool.torchlint]\n", encoding="utf-8")
+    (root / "models.py").write_text(MODELS, encoding="utf-8")
+    (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    return root
+
+
+def test_a_file_run_alone_reads_what_it_imports(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    result = run_cli("train.py", "--no-shapes", "--no-cache", cwd=project)
+    assert "train.py:6:34: TL101" in result.stdout
+    assert "`Net.forward` in models.py returns softmax output" in result.stdout
+
+
+def test_editing_an_imported_file_refreshes_the_cached_result(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    first = run_cli(".", "--no-shapes", cwd=project)
+    assert "TL101" in first.stdout
+    assert list((project / ".torchlint_cache" / "summaries").rglob("*.json"))
+    models = project / "models.py"
+    models.write_text(MODELS.replace("nn.Softmax(dim=1)", "nn.Identity()"), encoding="utf-8")
+    second = run_cli(".", "--no-shapes", cwd=project)
+    assert "TL101" not in second.stdout, second.stdout
+
+
+def test_relative_import_inside_a_package(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    package = project / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "models.py").write_text(MODELS, encoding="utf-8")
+    (package / "train.py").write_text(
+        TRAIN.replace("from models import Net", "from .models import Net"), encoding="utf-8"
+    )
+    result = run_cli("pkg/train.py", "--no-shapes", "--no-cache", cwd=project)
+    assert "pkg/train.py:6:34: TL101" in result.stdout
+
+
+def test_an_unreadable_imported_file_costs_nothing(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "models.py").write_text("class Net(:\n", encoding="utf-8")
+    result = run_cli("train.py", "--no-shapes", "--no-cache", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,425 @@
+"""Which value a name or `self.<attr>` holds at a point of the file: scopes and bindings.
+
+Every rule that follows values asks this one per-file model instead of tracking assignments
+itself. A name resolves to the single plain assignment that surely reaches its use in
+straight-line code; a name bound on another branch, later in a loop, by unpacking, `global`
+or an import is ambiguous, and ambiguous is never guessed. `self.<attr>` resolves to every
+assignment in the methods of the class and its same-file bases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+import libcst as cst
+
+from torchlint.context import FileContext, iter_scope_nodes
+from torchlint.names import dotted_name
+from torchlint.semantic.values import unwrap_module_methods
+from torchlint.walker import iter_children, iter_descendants
+
+SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_REBINDING_PARENTS = (
+    cst.For,
+    cst.While,
+    cst.ListComp,
+    cst.SetComp,
+    cst.DictComp,
+    cst.GeneratorExp,
+    cst.Match,
+    cst.MatchCase,
+    cst.ExceptHandler,
+    cst.ExceptStarHandler,
+)
+_MISSING: list[cst.BaseExpression | None] = []
+# Node types `_own_bindings` looks at: a cheap filter before its chain of checks.
+_BINDING_NODES = frozenset(
+    {
+        cst.Assign,
+        cst.AnnAssign,
+        cst.NamedExpr,
+        cst.AugAssign,
+        cst.For,
+        cst.CompFor,
+        cst.WithItem,
+        cst.ExceptHandler,
+        cst.ExceptStarHandler,
+        cst.Del,
+        cst.Global,
+        cst.Nonlocal,
+        cst.Import,
+        cst.ImportFrom,
+        cst.FunctionDef,
+        cst.ClassDef,
+        cst.Param,
+        cst.MatchAs,
+        cst.MatchStar,
+        cst.MatchMapping,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an expression is evaluated.
+
+    `path` runs from a scope root (the module, or a class for `forward`) down to the statement
+    or expression being resolved; names are then resolved by the assignment that reaches it.
+    Without a path (a value found by unique binding), names resolve only to a scope's single
+    binding.
+    """
+
+    path: tuple[cst.CSTNode, ...] | None
+    scopes: tuple[cst.CSTNode, ...]  # innermost first, the module last
+    cls: cst.ClassDef | None
+
+
+class Reach(Enum):
+    FOUND = 1
+    AMBIGUOUS = 2  # bound, but not by one plain assignment that surely reaches
+    NOT_BOUND = 3  # no binding in the innermost scope: a global or closure variable
+
+
+class Bindings:
+    """The file's scopes and bindings; every answer is cached for the other rules."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self._bound: dict[int, frozenset[str]] = {}
+        self._indexes: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._globals: frozenset[str] | None = None
+
+    def top_level_function(self, name: str) -> cst.FunctionDef | None:
+        """The module-level `def name` when it is the name's only top-level binding."""
+        values = self.index(self.context.module).get(name, _MISSING)
+        if len(values) != 1 or values[0] is not None:
+            return None
+        found = None
+        for stmt in self.context.module.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                found = stmt
+        return found
+
+    def where(self, path: tuple[cst.CSTNode, ...]) -> Where:
+        """The evaluation point at the end of `path` (module first, the expression last)."""
+        return where_from_path(path, self.context.module)
+
+    def values(
+        self, expr: cst.BaseExpression, where: Where
+    ) -> list[tuple[cst.BaseExpression, Where]]:
+        """Every value an object-holding name may have, with where to evaluate it; [] if unknown."""
+        if isinstance(expr, cst.Name):
+            name = expr.value
+            outer = where.scopes
+            if where.path is not None:
+                status, value, value_where = self.reaching(name, where)
+                if status is Reach.FOUND and value is not None and value_where is not None:
+                    return [(value, value_where)]
+                if status is Reach.AMBIGUOUS:
+                    return []
+                outer = where.scopes[1:]
+            return self.unique_binding(name, outer)
+        name = dotted_name(expr)
+        if name is None or where.cls is None:
+            return []
+        head, _, attr = name.partition(".")
+        if head != "self" or not attr or "." in attr:
+            return []
+        return self.self_attribute(name, where.cls)
+
+    def unique_binding(
+        self, name: str, scopes: tuple[cst.CSTNode, ...]
+    ) -> list[tuple[cst.BaseExpression, Where]]:
+        for i, scope in enumerate(scopes):
+            if isinstance(scope, cst.ClassDef):
+                continue  # class bodies are not visible from their methods
+            values = self.index(scope).get(name, _MISSING)
+            if values is _MISSING:
+                continue
+            value = values[0]
+            if len(values) != 1 or value is None:
+                return []
+            if isinstance(scope, cst.Module) and name in self.global_names():
+                return []
+            return [(value, Where(None, scopes[i:], None))]
+        return []
+
+    def self_attribute(
+        self, name: str, classdef: cst.ClassDef
+    ) -> list[tuple[cst.BaseExpression, Where]]:
+        """Values assigned to `self.<attr>` in the class and its same-file bases."""
+        found: list[tuple[cst.BaseExpression, Where]] = []
+        seen: set[str] = set()
+        pending = [classdef]
+        while pending:
+            current = pending.pop()
+            if current.name.value in seen:
+                continue
+            seen.add(current.name.value)
+            for stmt in class_body(current):
+                if not isinstance(stmt, cst.FunctionDef):
+                    continue
+                for value in self.index(stmt).get(name, ()):
+                    if value is None:
+                        return []  # also bound some way we cannot follow
+                    if dotted_name(unwrap_module_methods(value)) == name:
+                        continue  # `self.net = self.net.to(device)` keeps the same model
+                    found.append(
+                        (value, Where(None, (stmt, current, self.context.module), current))
+                    )
+            for base in current.bases:
+                parent = self.context.class_defs().get(dotted_name(base.value) or "")
+                if parent is not None:
+                    pending.append(parent)
+        return found
+
+    def reaching(
+        self, name: str, where: Where
+    ) -> tuple[Reach, cst.BaseExpression | None, Where | None]:
+        """The one plain assignment of `name` that reaches the end of `where.path`, if any."""
+        path = where.path
+        assert path is not None
+        for i in range(len(path) - 2, -1, -1):
+            parent, child = path[i], path[i + 1]
+            body = statement_list(parent)
+            if body is not None:
+                index = next((k for k, stmt in enumerate(body) if stmt is child), None)
+                if index is None:
+                    continue
+                found = self._last_binding(name, body[:index], path[: i + 1], where)
+                if found is not None:
+                    return found
+                continue
+            if isinstance(parent, (cst.FunctionDef, cst.Module)):
+                if name in self.index(parent):
+                    return Reach.AMBIGUOUS, None, None
+                return Reach.NOT_BOUND, None, None
+            if isinstance(parent, (cst.Lambda, cst.ClassDef)):
+                return Reach.AMBIGUOUS, None, None  # late binding, or a class body
+            if isinstance(parent, cst.With):
+                if any(name in self.bound_names(item) for item in parent.items):
+                    return Reach.AMBIGUOUS, None, None
+                continue
+            rebinding = isinstance(parent, _REBINDING_PARENTS) or (
+                isinstance(parent, (cst.Try, cst.TryStar)) and child is not parent.body
+            )
+            # Loops (a later binding reaches through the back edge), the handlers of a try,
+            # comprehensions, match cases: any binding in them may be the one that reaches.
+            if rebinding and name in self.bound_names(parent):
+                return Reach.AMBIGUOUS, None, None
+        return Reach.NOT_BOUND, None, None
+
+    def _last_binding(
+        self,
+        name: str,
+        statements: list[cst.CSTNode],
+        prefix: tuple[cst.CSTNode, ...],
+        where: Where,
+    ) -> tuple[Reach, cst.BaseExpression | None, Where | None] | None:
+        """The last binding of `name` among straight-line `statements`; None if there is none."""
+        for stmt in reversed(statements):
+            if name not in self.bound_names(stmt):
+                continue
+            if isinstance(stmt, cst.With) and not any(
+                name in self.bound_names(item) for item in stmt.items
+            ):
+                # A `with` body runs straight through: look inside it.
+                inner = statement_list(stmt.body)
+                if inner is not None:
+                    found = self._last_binding(name, inner, (*prefix, stmt, stmt.body), where)
+                    if found is not None:
+                        return found
+                return Reach.AMBIGUOUS, None, None
+            value, small = _assigned_value(stmt, name)
+            if value is None or small is None:
+                return Reach.AMBIGUOUS, None, None
+            def_path = (*prefix, stmt) if small is stmt else (*prefix, stmt, small)
+            return Reach.FOUND, value, Where(def_path, where.scopes, where.cls)
+        return None
+
+    def bound_names(self, node: cst.CSTNode) -> frozenset[str]:
+        key = id(node)
+        cached = self._bound.get(key)
+        if cached is None:
+            cached = frozenset(name for name, _ in _bindings_in(node))
+            self._bound[key] = cached
+        return cached
+
+    def index(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
+        """Every binding in a scope by name: the value for plain assignments, else None."""
+        key = id(scope)
+        cached = self._indexes.get(key)
+        if cached is None:
+            cached = {}
+            for node in iter_scope_nodes(scope):
+                if type(node) in _BINDING_NODES:
+                    for name, value in _own_bindings(node):
+                        cached.setdefault(name, []).append(value)
+            self._indexes[key] = cached
+        return cached
+
+    def global_names(self) -> frozenset[str]:
+        """Names some function declares `global` (so a module-level value may change)."""
+        if self._globals is None:
+            found: set[str] = set()
+            if "global" in self.context.source:
+                for node in iter_descendants(self.context.module):
+                    if isinstance(node, cst.Global):
+                        found.update(item.name.value for item in node.names)
+            self._globals = frozenset(found)
+        return self._globals
+
+
+def bindings(context: FileContext) -> Bindings:
+    """The file's one shared binding model."""
+    return context.shared(Bindings)
+
+
+def where_from_path(path: tuple[cst.CSTNode, ...], module: cst.Module) -> Where:
+    scopes: list[cst.CSTNode] = [n for n in reversed(path[:-1]) if isinstance(n, SCOPE_NODES)]
+    scopes.append(module)
+    cls = None
+    for i in range(len(path) - 2, -1, -1):
+        if isinstance(path[i], cst.FunctionDef):
+            if i >= 2 and isinstance(path[i - 2], cst.ClassDef):
+                candidate = path[i - 2]
+                assert isinstance(candidate, cst.ClassDef)
+                cls = candidate
+            break
+    return Where(path, tuple(scopes), cls)
+
+
+def statement_list(node: cst.CSTNode) -> list[cst.CSTNode] | None:
+    if isinstance(
+        node, (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)
+    ):
+        return list(node.body)
+    return None
+
+
+def _assigned_value(
+    stmt: cst.CSTNode, name: str
+) -> tuple[cst.BaseExpression | None, cst.CSTNode | None]:
+    """The value and statement of the last binding of `name` in `stmt`, if a plain assignment."""
+    smalls = list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+    for small in reversed(smalls):
+        bindings = sum(1 for bound, _ in _bindings_in(small) if bound == name)
+        if not bindings:
+            continue
+        if isinstance(small, cst.Assign):
+            direct = sum(1 for t in small.targets if dotted_name(t.target) == name)
+            # Every binding must be a whole target: not unpacking, not a walrus in the value.
+            if direct == bindings:
+                return small.value, small
+        elif (
+            isinstance(small, cst.AnnAssign)
+            and small.value is not None
+            and bindings == 1
+            and dotted_name(small.target) == name
+        ):
+            return small.value, small
+        return None, None
+    return None, None
+
+
+def _bindings_in(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """Bindings made by `node` and the code inside it, not inside nested scopes."""
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        yield node.name.value, None
+        return
+    yield from _own_bindings(node)
+    for inner in iter_scope_nodes(node):
+        if type(inner) in _BINDING_NODES:
+            yield from _own_bindings(inner)
+
+
+def _own_bindings(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """The names one node binds, with the value for a plain `name = value`."""
+    if isinstance(node, cst.Assign):
+        for target in node.targets:
+            yield from _target_names(target.target, node.value)
+    elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
+        if node.value is not None:
+            yield from _target_names(node.target, node.value)
+    elif isinstance(node, cst.AugAssign):
+        yield from _target_names(node.target, None)
+    elif isinstance(node, (cst.For, cst.CompFor)):
+        yield from _target_names(node.target, None)
+    elif isinstance(node, (cst.WithItem, cst.ExceptHandler, cst.ExceptStarHandler)):
+        asname = node.asname if isinstance(node, cst.WithItem) else node.name
+        if asname is not None:
+            yield from _target_names(asname.name, None)
+    elif isinstance(node, cst.Del):
+        yield from _target_names(node.target, None)
+    elif isinstance(node, (cst.Global, cst.Nonlocal)):
+        for item in node.names:
+            yield item.name.value, None
+    elif isinstance(node, (cst.Import, cst.ImportFrom)):
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            if alias.asname is not None:
+                yield from _target_names(alias.asname.name, None)
+            else:
+                full = dotted_name(alias.name) or ""
+                yield full.split(".", 1)[0], None
+    elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        yield node.name.value, None
+    elif isinstance(node, cst.Param):
+        yield node.name.value, None
+    elif isinstance(node, (cst.MatchAs, cst.MatchStar)):
+        if node.name is not None:
+            yield node.name.value, None
+    elif isinstance(node, cst.MatchMapping) and node.rest is not None:
+        yield node.rest.value, None
+
+
+def _target_names(
+    target: cst.BaseExpression, value: cst.BaseExpression | None
+) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value, None)
+        return
+    if isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value, None)
+        return
+    name = dotted_name(target)
+    if name is not None:
+        yield name, value
+
+
+def class_body(classdef: cst.ClassDef) -> list[cst.BaseStatement]:
+    return list(classdef.body.body) if isinstance(classdef.body, cst.IndentedBlock) else []
+
+
+def method(classdef: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    found = None
+    for stmt in class_body(classdef):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            found = stmt  # the last definition wins, as at runtime
+    return found
+
+
+def returns_with_paths(
+    owner: cst.ClassDef | cst.Module, function: cst.FunctionDef
+) -> Iterator[tuple[cst.CSTNode, ...]]:
+    """Paths (owner, ..., statement) to each return or yield of a method or top-level function.
+
+    Nested definitions are not entered.
+    """
+    start: tuple[cst.CSTNode, ...] = (
+        (owner, owner.body, function) if isinstance(owner, cst.ClassDef) else (owner, function)
+    )
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(function.body, start)]
+    while stack:
+        node, parents = stack.pop()
+        path = (*parents, node)
+        if isinstance(node, (cst.Return, cst.Yield)):
+            yield path
+            continue
+        if isinstance(node, SCOPE_NODES):
+            continue
+        stack.extend((child, path) for child in iter_children(node))

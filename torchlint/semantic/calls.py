@@ -1,0 +1,110 @@
+"""Calls inside a file: which same-file function a call runs, and where each is called.
+
+`helper(...)` and `self.train_step(...)` resolve to their definitions, so values can flow
+into a helper through its arguments and back through its return. The answer is certain or
+None: a name bound more than once at the top level, a method overridden in a subclass, or a
+call through any other object is not resolved.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.context import FileContext
+from torchlint.semantic.bindings import bindings, method
+from torchlint.walker import iter_children
+
+
+def enclosing_class(ancestors: list[cst.CSTNode]) -> cst.ClassDef | None:
+    """The class whose method the innermost function in `ancestors` (outermost first) is."""
+    for i in range(len(ancestors) - 1, -1, -1):
+        if isinstance(ancestors[i], cst.FunctionDef):
+            if i >= 2 and isinstance(ancestors[i - 2], cst.ClassDef):
+                found = ancestors[i - 2]
+                assert isinstance(found, cst.ClassDef)
+                return found
+            return None
+    return None
+
+
+def call_target(
+    context: FileContext, call: cst.Call, cls: cst.ClassDef | None
+) -> cst.FunctionDef | None:
+    """The same-file function `call` runs, when certain.
+
+    `cls` is the class of the method the call is in (for `self.<method>(...)`).
+    """
+    func = call.func
+    if isinstance(func, cst.Name):
+        return bindings(context).top_level_function(func.value)
+    if (
+        cls is not None
+        and isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+        and not _is_overridden(context, cls, func.attr.value)
+    ):
+        return method(cls, func.attr.value)
+    return None
+
+
+def _is_overridden(context: FileContext, cls: cst.ClassDef, name: str) -> bool:
+    """Whether a same-file subclass of `cls` defines its own `name`."""
+    for other in context.class_defs().values():
+        if other is cls or method(other, name) is None:
+            continue
+        if any(
+            isinstance(base.value, cst.Name) and base.value.value == cls.name.value
+            for base in other.bases
+        ):
+            return True
+    return False
+
+
+class CallSites:
+    """Where each same-file function is called, with the path to each call (built once)."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self._sites: dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]] | None = None
+
+    def of(self, function: cst.FunctionDef) -> list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]:
+        """The calls of `function` in this file, each with its path from the module."""
+        if self._sites is None:
+            self._sites = self._collect()
+        return self._sites.get(id(function), [])
+
+    def _collect(self) -> dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]]:
+        found: dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]] = {}
+        stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(self.context.module, ())]
+        while stack:
+            node, parents = stack.pop()
+            path = (*parents, node)
+            if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)):
+                target = call_target(self.context, node, enclosing_class(list(path)))
+                if target is not None:
+                    found.setdefault(id(target), []).append((node, path))
+            stack.extend((child, path) for child in iter_children(node))
+        return found
+
+
+def call_sites(context: FileContext) -> CallSites:
+    """The file's shared index of same-file call sites."""
+    return context.shared(CallSites)
+
+
+def argument_for(call: cst.Call, function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The expression `call` passes for `function`'s parameter `name`; None if not certain."""
+    if any(arg.star for arg in call.args):
+        return None
+    params = [*function.params.posonly_params, *function.params.params]
+    names = [p.name.value for p in params]
+    if isinstance(call.func, cst.Attribute) and names[:1] == ["self"]:
+        names = names[1:]  # `self.method(x)`: x goes to the second parameter
+    for index, arg in enumerate(a for a in call.args if a.keyword is None):
+        if index < len(names) and names[index] == name:
+            return arg.value
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None

@@ -1,0 +1,156 @@
+"""A file's summary for the files that import it: its module classes and what its models output.
+
+Small, JSON-serialisable and computed from the file alone, so summaries are cached by content
+and join cheaply: a rule in `train.py` asks what `models.Net` outputs without parsing
+`models.py` again.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchlint.context import FileContext
+from torchlint.names import ImportMap, top_level_imports
+
+
+@dataclass(frozen=True)
+class OutputFact:
+    """What calling a model (an instance of a class, a factory's result) returns."""
+
+    #: "softmax", "log_softmax" or "sigmoid".
+    kind: str
+    #: What applied it, for messages: "`F.softmax`", "an `nn.Softmax` layer".
+    source: str
+    #: How it is reached: "`Net.forward` returns the output of", or "" when direct.
+    via: str = ""
+    #: What the name is: "class" or "factory" (calling it builds the model) or "model".
+    role: str = "model"
+
+
+@dataclass
+class FileSummary:
+    """Top-level facts of one file."""
+
+    #: nn.Module subclasses defined at the top level.
+    module_classes: list[str] = field(default_factory=list)
+    #: Classes, factory functions and module-level models whose output is an activation's.
+    outputs: dict[str, OutputFact] = field(default_factory=dict)
+
+    def defines(self, name: str) -> bool:
+        """Whether the summary knows `name` (a module class or a model fact)."""
+        return name in self.outputs or name in self.module_classes
+
+    def to_dict(self) -> dict:
+        return {
+            "module_classes": self.module_classes,
+            "outputs": {k: [v.kind, v.source, v.via, v.role] for k, v in self.outputs.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FileSummary:
+        return cls(
+            list(data["module_classes"]),
+            {k: OutputFact(*v) for k, v in data["outputs"].items()},
+        )
+
+
+# Without one of these a file has no model whose output is an activation's.
+_ACTIVATION_TOKENS = ("softmax", "Softmax", "sigmoid", "Sigmoid", "expit")
+
+
+def summarize_source(source: str, path: str) -> FileSummary | None:
+    """The summary of a file's text; None when it does not parse."""
+    if not any(token in source for token in _ACTIVATION_TOKENS):
+        # Only the module classes are needed: Python's own parser finds them many times
+        # faster than a LibCST parse (an imported file is often the project's largest).
+        classes = _module_classes_fast(source)
+        return FileSummary(classes) if classes is not None else None
+    try:
+        module = cst.parse_module(source)
+    except Exception:  # a syntax error in an imported file is its own file's TL000
+        return None
+    imports = ImportMap()
+    imports.add_all(top_level_imports(module))
+    return summarize(FileContext(path, source, module, imports))
+
+
+def summarize(context: FileContext) -> FileSummary:
+    """Compute the summary of a parsed file (imported files are not looked into)."""
+    # The output facts are the activation analysis' answers about top-level definitions.
+    from torchlint.analysis.activations import activation_flow
+
+    flow = activation_flow(context)
+    summary = FileSummary()
+    classes = context.class_defs()
+    summary.module_classes = [name for name, c in classes.items() if context.is_nn_module(c)]
+    if "torch" not in context.source:
+        return summary
+    for name, (role, activation) in flow.top_level_outputs().items():
+        summary.outputs[name] = OutputFact(
+            activation.kind, activation.source, activation.via or "", role
+        )
+    return summary
+
+
+def _module_classes_fast(source: str) -> list[str] | None:
+    """Top-level classes deriving from `torch.nn` classes, directly or through each other."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    aliases: dict[str, str] = {}
+    classes: dict[str, ast.ClassDef] = {}
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                head = alias.name.split(".", 1)[0]
+                aliases[alias.asname or head] = alias.name if alias.asname else head
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, node)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            pending.extend(node.body)
+            pending.extend(getattr(node, "orelse", []))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+    found: dict[str, bool] = {}
+
+    def is_module(name: str, seen: frozenset[str]) -> bool:
+        if name not in found:
+            found[name] = False
+            for base in classes[name].bases:
+                dotted = _dotted(base)
+                if dotted is None:
+                    continue
+                head, _, rest = dotted.partition(".")
+                target = aliases.get(head)
+                qualified = f"{target}.{rest}" if target and rest else target
+                if (qualified or "").startswith("torch.nn.") or (
+                    dotted in classes and dotted not in seen and is_module(dotted, seen | {name})
+                ):
+                    found[name] = True
+                    break
+        return found[name]
+
+    return [name for name in classes if is_module(name, frozenset({name}))]
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
