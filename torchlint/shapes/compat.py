@@ -97,13 +97,13 @@ class _Absent(sympy.Function):
 
 
 #: torch's sympy functions for sizes (`FloorDiv`, `Mod`, ...). Before 2.5, `Max`, `Min` are
-#: sympy's own and there is no `Identity`.
+#: sympy's own and there is no `Identity`; before 2.4, no `PythonMod`.
 size_functions = SimpleNamespace(
     FloorDiv=_size_functions.FloorDiv,
     CleanDiv=_size_functions.CleanDiv,
     CeilDiv=_size_functions.CeilDiv,
     Mod=_size_functions.Mod,
-    PythonMod=_size_functions.PythonMod,
+    PythonMod=getattr(_size_functions, "PythonMod", _Absent),
     ModularIndexing=_size_functions.ModularIndexing,
     Max=getattr(_size_functions, "Max", sympy.Max),
     Min=getattr(_size_functions, "Min", sympy.Min),
@@ -180,7 +180,7 @@ def guard_count(env: ShapeEnv | None) -> int:
 
 def guard_exprs(env: ShapeEnv | None, start: int = 0) -> list[Any]:
     """The sympy conditions of the guards `env` recorded from the `start`-th on."""
-    return [g.expr for g in env.guards[start:]] if env is not None else []
+    return [_tidy(g.expr) for g in env.guards[start:]] if env is not None else []
 
 
 def computed_expr(value: Any) -> Any:
@@ -189,13 +189,48 @@ def computed_expr(value: Any) -> Any:
     node = getattr(value, "node", None)
     if node is None:
         return value
-    return getattr(node, "_expr", node.expr)
+    return _tidy(getattr(node, "_expr", node.expr))
 
 
 def current_expr(value: Any) -> Any:
     """A SymInt's size with what the guards have settled substituted; other values as they are."""
     node = getattr(value, "node", None)
-    return node.expr if node is not None else value
+    return _tidy(node.expr) if node is not None else value
+
+
+def _floor_div_pulls_out_multiples() -> bool:
+    x = sympy.Symbol("x", integer=True, positive=True)
+    floor_div = _size_functions.FloorDiv
+    return bool(floor_div(x - 2, 2) + 1 == floor_div(x, 2))
+
+
+# From 2.5 on, `FloorDiv(x - 2, 2) + 1` is `FloorDiv(x, 2)` as soon as it is built; on 2.4 it
+# stays as written, and a pooled size reads `((H - 2)//2 + 1)` instead of `H//2`.
+_TIDY = not _floor_div_pulls_out_multiples()
+
+
+def _tidy(expr: Any) -> Any:
+    """A size expression as recent releases build it (only older ones need anything done)."""
+    if not _TIDY or not isinstance(expr, sympy.Basic) or not expr.has(_size_functions.FloorDiv):
+        return expr
+    floor_div = _size_functions.FloorDiv
+
+    def pull(numerator: Any, divisor: Any) -> Any:
+        """`(x + 4*y - 4)//4` -> `x//4 + y - 1`: terms that are multiples of the divisor."""
+        if not isinstance(divisor, sympy.Integer) or not isinstance(numerator, sympy.Add):
+            return floor_div(numerator, divisor)
+        whole, rest = [], []
+        for term in numerator.args:
+            coefficient = term.as_coeff_Mul()[0]
+            fits = isinstance(coefficient, sympy.Integer) and coefficient % divisor == 0
+            (whole if fits else rest).append(term)
+        if not whole:
+            return floor_div(numerator, divisor)
+        return floor_div(sympy.Add(*rest), divisor) + sympy.Add(*whole) / divisor
+
+    pulled = expr.replace(lambda e: isinstance(e, floor_div), lambda e: pull(*e.args))
+    expanded = sympy.expand(pulled)
+    return expanded if sympy.count_ops(expanded) < sympy.count_ops(pulled) else pulled
 
 
 def check(condition: Any, message: Callable[[], str]) -> None:
