@@ -36,23 +36,31 @@ def test_the_torch_matrix_tests_both_ends_of_the_range() -> None:
     assert compat.parse_version(ends["NEWEST"]) == compat.NEWEST
 
 
-@pytest.mark.parametrize("version", ["2.4.0", "2.4.1", "2.13.0+cpu", "2.15.0"])
+LOW = "{}.{}".format(*compat.OLDEST)
+HIGH = "{}.{}".format(*compat.NEWEST)
+BELOW = f"{compat.OLDEST[0]}.{compat.OLDEST[1] - 1}"
+ABOVE = f"{compat.NEWEST[0]}.{compat.NEWEST[1] + 1}"
+
+
+@pytest.mark.parametrize("version", [f"{LOW}.0", f"{LOW}.1+cpu", f"{HIGH}.0", f"{HIGH}.2"])
 def test_versions_in_range_get_no_note(version: str) -> None:
     assert compat.outside_range(version) is None
 
 
-@pytest.mark.parametrize("version", ["2.3.1", "2.16.0", "2.16.0a0+git1234", "3.0.0", "nightly"])
+@pytest.mark.parametrize(
+    "version", [f"{BELOW}.1", f"{ABOVE}.0", f"{ABOVE}.0a0+git1234", "3.0.0", "nightly"]
+)
 def test_versions_outside_the_range_are_named(version: str) -> None:
     note = compat.outside_range(version)
-    assert note == f"torch {version} is outside the supported range 2.4 to 2.15"
+    assert note == f"torch {version} is outside the supported range {LOW} to {HIGH}"
 
 
 def test_failures_name_the_range_only_outside_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(torch, "__version__", "2.15.0")
+    monkeypatch.setattr(torch, "__version__", f"{HIGH}.0")
     assert compat.explain("internal error: KeyError") == "internal error: KeyError"
-    monkeypatch.setattr(torch, "__version__", "2.16.1")
+    monkeypatch.setattr(torch, "__version__", f"{ABOVE}.1")
     assert compat.explain("internal error: KeyError") == (
-        "internal error: KeyError (torch 2.16.1 is outside the supported range 2.4 to 2.15)"
+        f"internal error: KeyError (torch {ABOVE}.1 is outside the supported range {LOW} to {HIGH})"
     )
 
 

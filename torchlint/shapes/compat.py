@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 #: The oldest and newest torch releases (major, minor) the engine is tested with.
-OLDEST = (2, 4)
+OLDEST = (2, 13)
 NEWEST = (2, 15)
 
 
@@ -113,8 +113,8 @@ size_functions = SimpleNamespace(
 
 # -- symbolic sizes and fake tensors -------------------------------------------------------------
 
-# Recent releases build `Source.name` from a `_name_template` property and make `name` and
-# `guard_source` cached properties; older ones (2.4 among them) have plain methods.
+# From 2.10 or 2.11 on, `Source.name` is built from a `_name_template` property, and `name` and
+# `guard_source` are cached properties; 2.9 and older have plain methods.
 _SOURCE_PROPERTIES = isinstance(
     inspect.getattr_static(Source, "name", None), (property, functools.cached_property)
 )
@@ -272,6 +272,32 @@ DISPATCH_FILES = frozenset(
 
 
 # -- the worker's torch --------------------------------------------------------------------------
+
+
+def _floor_division(x: Any, y: Any) -> Any:
+    return x // y
+
+
+def _adapt_torch() -> None:
+    """Make older releases run models on symbolic sizes as recent ones do.
+
+    * Up to 2.11 at least, the pooling size formula's `div_rtn` branches on the remainder, which
+      records a parity guard (`H - 6` even) that no real input needs; Python's `//` already
+      rounds toward negative infinity, so floor division is the same function without the guard
+      (2.15 defines it so).
+    * The fused fast path of `nn.TransformerEncoder` has no fake-tensor implementation in 2.7 and
+      older; the layer-by-layer path computes the same shapes on every release.
+    """
+    meta = getattr(torch, "_meta_registrations", None)
+    if meta is not None and hasattr(meta, "div_rtn"):
+        meta.div_rtn = _floor_division
+    mha = getattr(torch.backends, "mha", None)
+    if mha is not None and hasattr(mha, "set_fastpath_enabled"):
+        mha.set_fastpath_enabled(False)
+
+
+# Only the worker process imports this module, so torch is adapted there and nowhere else.
+_adapt_torch()
 
 
 def load_internals() -> None:
