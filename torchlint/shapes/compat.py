@@ -66,6 +66,7 @@ __all__ = [
     "CONTAINER_FILE",
     "DISPATCH_FILES",
     "MODULE_FILE",
+    "NATIVE_FUNCTIONAL_MODULE",
     "NEWEST",
     "OLDEST",
     "DimSource",
