@@ -17,10 +17,11 @@ from typing import Any
 
 import sympy
 from torch import fx, nn
-from torch.utils._sympy import functions as tf
 
 from torchlint.shapes import findings as F
 from torchlint.shapes.build import NeedsArguments, build, constructor_arguments, site_of
+from torchlint.shapes.compat import explain
+from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
     InputPlan,
@@ -175,7 +176,7 @@ class FileChecker:
             self._check_model(model, label, where, spec, declared, record, prefix)
         except Exception as exc:
             record["result"] = "skipped"
-            self._skip(where[0], where[1], label, f"internal error: {_brief(exc)}")
+            self._skip(where[0], where[1], label, explain(f"internal error: {_brief(exc)}"))
         finally:
             self._sessions = {}
             record["seconds"] = time.perf_counter() - started
@@ -355,7 +356,7 @@ class FileChecker:
         if self._analyze(world, graph_for_analysis) is not None or world.env is None:
             return
         symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
-        guards = [g.expr for g in world.env.guards]
+        guards = world.guards_since(0)
         reported: set[int] = set()
         for start, end, step in world.steps:
             sizes = F.layer_sizes(step.module)
@@ -506,7 +507,7 @@ def _path_guards(world: World, failure: Failure, flipped: set[Any]) -> list[Any]
     if world.env is None:
         return []
     symbols = set(world.names)
-    recorded = [g.expr for g in world.env.guards]
+    recorded = world.guards_since(0)
     own = set(failure.guards)
     return [
         g

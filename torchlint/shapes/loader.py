@@ -115,6 +115,7 @@ class Project(importlib.abc.MetaPathFinder):
             for r in dict.fromkeys(os.path.abspath(r) for r in roots)
             if r and r not in environment
         ]
+        self.environment = environment
         self.texts = texts
         self.meta_context = meta_context
         #: Per file: why statements were skipped ("line 12: NameError: ...").
@@ -145,13 +146,18 @@ class Project(importlib.abc.MetaPathFinder):
         if len(parts) > 1 and path:
             for directory in path:
                 base = os.path.join(directory, parts[-1])
-                if os.path.isdir(base) and any(
-                    os.path.abspath(directory).startswith(r) for r in self.roots
-                ):
+                if os.path.isdir(base) and self._in_project(directory):
                     spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
                     spec.submodule_search_locations = [base]
                     return spec
         return None
+
+    def _in_project(self, directory: str) -> bool:
+        """Under a root, and not in an installed package (a virtualenv inside the project)."""
+        directory = os.path.abspath(directory)
+        return not any(_inside(directory, p) for p in self.environment) and any(
+            _inside(directory, r) for r in self.roots
+        )
 
     def _exists(self, path: str) -> bool:
         return path in self.texts or os.path.isfile(path)
@@ -300,6 +306,10 @@ def _environment_paths() -> set[str]:
     with contextlib.suppress(AttributeError):  # virtualenv's old site module
         paths.update(os.path.abspath(p) for p in site.getsitepackages())
     return paths
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _installed_module(module_name: str, path: str) -> bool:

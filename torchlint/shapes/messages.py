@@ -11,7 +11,8 @@ import functools
 from typing import Any
 
 import sympy
-from torch.utils._sympy import functions as tf
+
+from torchlint.shapes.compat import size_functions as tf
 
 _ROLES = {"N": "batch size", "L": "length", "T": "length", "H": "height", "W": "width"}
 

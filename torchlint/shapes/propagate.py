@@ -25,30 +25,14 @@ from typing import Any
 import sympy
 import torch
 from torch import fx, nn
-from torch._guards import GuardSource, Source
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 from torch.overrides import TorchFunctionMode
 
+from torchlint.shapes import compat
+from torchlint.shapes.compat import FakeTensorMode
 from torchlint.shapes.infer import _PASS_MODULES, PASS_OPS
 from torchlint.shapes.inputs import InputPlan, op_name
 
 Shape = tuple[Any, ...]  # ints and sympy expressions
-
-
-@dataclass(frozen=True)
-class DimSource(Source):
-    """Names a symbolic input size for the ShapeEnv (it never generates guard code)."""
-
-    label: str
-
-    @property
-    def _name_template(self) -> str:
-        return self.label
-
-    @property
-    def guard_source(self) -> GuardSource:
-        return GuardSource.CONSTANT
 
 
 @dataclass
@@ -82,10 +66,8 @@ class Step:
 def shape_of(value: Any) -> Shape | None:
     if not isinstance(value, torch.Tensor):
         return None
-    # `_expr` is the size as computed, before later guards specialized it to a number.
     return tuple(
-        getattr(d.node, "_expr", d.node.expr) if isinstance(d, torch.SymInt) else int(d)
-        for d in value.shape
+        compat.computed_expr(d) if isinstance(d, torch.SymInt) else int(d) for d in value.shape
     )
 
 
@@ -147,7 +129,7 @@ def _fast_norm(func: Any, args: tuple, kwargs: dict) -> Any:
         if training or not isinstance(running_mean, torch.Tensor) or x.dim() < 2:
             return None
         channels, expected = x.shape[1], running_mean.shape[0]
-        torch._check(
+        compat.check(
             channels == expected,
             lambda: f"running_mean should contain {channels} elements not {expected}",
         )
@@ -161,7 +143,7 @@ def _fast_norm(func: Any, args: tuple, kwargs: dict) -> Any:
             return None
         tail = tuple(x.shape[-len(shape) :])
         for got, want in zip(tail, shape, strict=True):
-            torch._check(
+            compat.check(
                 got == want,
                 lambda: (
                     f"Given normalized_shape={list(shape)}, expected input with shape "
@@ -205,8 +187,8 @@ class Session:
     parameters made fake once (for a large model that is most of a run's cost)."""
 
     def __init__(self, model: nn.Module) -> None:
-        self.env = ShapeEnv(duck_shape=False)
-        self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=True)
+        self.env = compat.shape_env()
+        self.mode = compat.fake_mode(self.env)
         fakeify(model, self.mode)
         self.runs = 0
 
@@ -229,8 +211,8 @@ class World:
         self.model = model
         self.plan = plan
         if session is None:
-            env = ShapeEnv(duck_shape=False) if symbolic else None
-            self.mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+            env = compat.shape_env() if symbolic else None
+            self.mode = compat.fake_mode(env)
             fakeify(model, self.mode)
             self.tag = ""
         else:
@@ -247,7 +229,7 @@ class World:
         self.names: dict[sympy.Symbol, str] = {}
         self.hints = dict(hints)
         self._sizes: dict[str, Any] = {}  # one symbol per name across all inputs
-        self.mode.cache_enabled = self.cache
+        compat.set_cache(self.mode, self.cache)
         self.inputs = [self._tensor(spec) for spec in plan.specs]
 
     def _tensor(self, spec: Any) -> torch.Tensor:
@@ -262,10 +244,8 @@ class World:
             elif dim.name in self._sizes:
                 sizes.append(self._sizes[dim.name])
             else:
-                source = DimSource(dim.name + self.tag)
-                symbol = self.env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
+                symbol, size = compat.symbolic_size(self.env, hint, dim.name + self.tag)
                 self.names[symbol] = dim.name
-                size = self.env.create_symintnode(symbol, hint=hint, source=source)
                 self._sizes[dim.name] = size
                 sizes.append(size)
         with self.mode:
@@ -273,14 +253,14 @@ class World:
 
     def enter(self) -> FakeTensorMode:
         """The mode to run in, set for this world (the cache is off for symbolic runs)."""
-        self.mode.cache_enabled = self.cache
+        compat.set_cache(self.mode, self.cache)
         return self.mode
 
     def guard_count(self) -> int:
-        return len(self.env.guards) if self.env is not None else 0
+        return compat.guard_count(self.env)
 
     def guards_since(self, mark: int) -> list[Any]:
-        return [g.expr for g in self.env.guards[mark:]] if self.env is not None else []
+        return compat.guard_exprs(self.env, mark)
 
 
 def run_direct(world: World) -> BaseException | None:
@@ -417,7 +397,7 @@ def _sizes(values: list[Any]) -> list[Any] | None:
     out: list[Any] = []
     for value in values:
         if isinstance(value, torch.SymInt):
-            out.append(getattr(value.node, "_expr", value.node.expr))
+            out.append(compat.computed_expr(value))
         elif isinstance(value, int):
             out.append(value)
         else:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import sympy
-from torch.utils._sympy import functions as tf
+
+from torchlint.shapes import compat
+from torchlint.shapes.compat import size_functions as tf
 
 #: Display order of the letters in a product (N*L, H*W).
 _ORDER = "NCDHWLT"
@@ -86,10 +88,7 @@ def _sympify(expr: Any) -> Any:
         return sympy.Integer(int(expr))
     if isinstance(expr, int):
         return sympy.Integer(expr)
-    node = getattr(expr, "node", None)  # a SymInt
-    if node is not None:
-        return getattr(node, "_expr", node.expr)
-    return expr
+    return compat.computed_expr(expr)  # a SymInt's expression; anything else as it is
 
 
 def _simplify(expr: Any) -> Any:

@@ -14,7 +14,8 @@ from typing import Any
 
 import sympy
 import torch
-from torch.utils._sympy import functions as tf
+
+from torchlint.shapes.compat import size_functions as tf
 
 BOUND = 4096
 _SPATIAL = ("H", "W", "D")

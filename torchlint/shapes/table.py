@@ -30,6 +30,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from torchlint.shapes import compat
 from torchlint.shapes.check import FileChecker, PlanResult
 from torchlint.shapes.inputs import InputPlan, forward_inputs, op_name
 from torchlint.shapes.messages import char_column
@@ -41,21 +42,6 @@ Table = dict[str, Any]
 
 _DEFINITE = ("TL601", "TL602", "TL603", "TL604", "TL605")
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_MODULE_FILE = os.path.join(_TORCH_DIR, "nn", "modules", "module.py")
-_CONTAINER_FILE = os.path.join(_TORCH_DIR, "nn", "modules", "container.py")
-#: Torch files whose frames lie between a user's call and the op it reaches (dispatch).
-_DISPATCH_FILES = frozenset(
-    os.path.join(_TORCH_DIR, *parts)
-    for parts in (
-        ("overrides.py",),
-        ("_tensor.py",),
-        ("functional.py",),
-        ("_jit_internal.py",),
-        ("nn", "functional.py"),
-        ("utils", "_device.py"),
-    )
-)
 #: Attributes that number a layer without changing what it computes (replay ignores them).
 _INDEX_ATTRIBUTES = frozenset(
     {"layer_idx", "layer_id", "layer_index", "layer_number", "block_idx", "idx", "index"}
@@ -129,7 +115,8 @@ class TableChecker(FileChecker):
             except OutOfTime:
                 table.update(status="skipped", reason="the file's time budget was used up")
             except Exception as exc:  # the check's findings stand; only the table is lost
-                table.update(status="skipped", reason=f"internal error: {_brief(exc)}")
+                reason = compat.explain(f"internal error: {_brief(exc)}")
+                table.update(status="skipped", reason=reason)
         table["findings"] = [dict(f) for f in found]
         table["seconds"] = round(time.perf_counter() - started, 4)
         self.tables.append(table)
@@ -378,14 +365,14 @@ class Recorder:
     def _module_site(self, parent: _Call | None) -> tuple[list[int] | None, str | None]:
         """The call's span in user code; a container's children share the container's."""
         frame = sys._getframe(3)
-        while frame is not None and frame.f_code.co_filename == _MODULE_FILE:
+        while frame is not None and frame.f_code.co_filename == compat.MODULE_FILE:
             frame = frame.f_back  # type: ignore[assignment]
         if frame is None:
             return None, None
         filename = frame.f_code.co_filename
         if filename in self.user_files:
             return self._span(frame), filename
-        if filename == _CONTAINER_FILE and parent is not None:
+        if filename == compat.CONTAINER_FILE and parent is not None:
             return parent.span, parent.path
         return None, None
 
@@ -398,7 +385,7 @@ class Recorder:
             filename = frame.f_code.co_filename
             if filename in self.user_files:
                 return self._span(frame), filename
-            if filename not in _DISPATCH_FILES:
+            if filename not in compat.DISPATCH_FILES:
                 return None
             frame = frame.f_back  # type: ignore[assignment]
         return None
@@ -627,8 +614,7 @@ def _signature_of(value: Any) -> Any:
 
 
 def _expr(value: Any) -> Any:
-    node = getattr(value, "node", None)
-    return node.expr if node is not None else value
+    return compat.current_expr(value)
 
 
 def _structure(module: nn.Module) -> Any:
@@ -692,7 +678,7 @@ def op_label(func: Any) -> str:
         if name in _OPERATORS:
             return _OPERATORS[name]
         return f".{name}"
-    if module.startswith("torch.nn.functional") or module == "torch._C._nn":
+    if module.startswith("torch.nn.functional") or module == compat.NATIVE_FUNCTIONAL_MODULE:
         return f"F.{name}"
     if name in _OPERATORS and module in ("_operator", "operator"):
         return _OPERATORS[name]
@@ -717,7 +703,7 @@ def layer_text(module: nn.Module) -> str:
         args = [str(module.in_features), str(module.out_features)]
         if module.bias is None:
             args.append("bias=False")
-    elif isinstance(module, nn.modules.conv._ConvNd):
+    elif isinstance(module, compat.layers.ConvNd):
         args = [str(module.in_channels), str(module.out_channels)]
         args.append(f"k={_one(module.kernel_size)}")
         args.append(f"s={_one(module.stride)}")
@@ -728,13 +714,13 @@ def layer_text(module: nn.Module) -> str:
             args.append(f"d={_one(module.dilation)}")
         if module.groups != 1:
             args.append(f"g={module.groups}")
-    elif isinstance(module, (nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd)):
+    elif isinstance(module, (compat.layers.MaxPoolNd, compat.layers.AvgPoolNd)):
         args = [f"k={_one(module.kernel_size)}", f"s={_one(module.stride)}"]
         if _one(module.padding) != 0:
             args.append(f"p={_one(module.padding)}")
     elif isinstance(
         module,
-        (nn.modules.pooling._AdaptiveAvgPoolNd, nn.modules.pooling._AdaptiveMaxPoolNd),
+        (compat.layers.AdaptiveAvgPoolNd, compat.layers.AdaptiveMaxPoolNd),
     ):
         args = [str(_one(module.output_size))]
     elif isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
@@ -744,7 +730,7 @@ def layer_text(module: nn.Module) -> str:
         args = [str(shape[0] if len(shape) == 1 else list(shape))]
     elif isinstance(module, nn.GroupNorm):
         args = [str(module.num_groups), str(module.num_channels)]
-    elif isinstance(module, nn.modules.batchnorm._NormBase):
+    elif isinstance(module, compat.layers.NormBase):
         args = [str(module.num_features)]
     elif isinstance(module, nn.RNNBase):
         args = [str(module.input_size), str(module.hidden_size)]
@@ -762,7 +748,7 @@ def layer_text(module: nn.Module) -> str:
             f"heads={module.self_attn.num_heads}",
             f"ff={module.linear1.out_features}",
         ]
-    elif isinstance(module, nn.modules.dropout._DropoutNd):
+    elif isinstance(module, compat.layers.DropoutNd):
         args = [f"p={module.p:g}"]
     elif isinstance(module, nn.Flatten):
         args = (
@@ -808,8 +794,7 @@ def _constraints(world: World, names: Names) -> list[str]:
     single: dict[sympy.Symbol, list[Any]] = {}
     out: list[str] = []
     seen: set[Any] = set()
-    for guard in world.env.guards:
-        expr = guard.expr
+    for expr in world.guards_since(0):
         if not isinstance(expr, sympy.Eq) or expr in seen:
             continue
         free = getattr(expr, "free_symbols", set())

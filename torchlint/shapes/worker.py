@@ -28,6 +28,7 @@ _started = time.perf_counter()
 
 import torch  # noqa: E402 - timed from the very start
 
+from torchlint.shapes import compat  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
 from torchlint.shapes.loader import Project  # noqa: E402
@@ -82,12 +83,12 @@ def _cpu_only() -> None:
     `torch.device("cuda" if torch.cuda.is_available() else "cpu")` then picks the CPU, and
     a stray `.cuda()` keeps the fake tensor where it is instead of failing the check.
     """
-    torch.cuda.is_available = lambda: False  # type: ignore[assignment]
+    torch.cuda.is_available = compat.stand_in(torch.cuda.is_available, lambda: False)
     torch.Tensor.cuda = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
     torch.nn.Module.cuda = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
     mps = getattr(torch.backends, "mps", None)
     if mps is not None:
-        mps.is_available = lambda: False
+        mps.is_available = compat.stand_in(mps.is_available, lambda: False)
 
 
 def _no_network() -> None:
@@ -216,7 +217,7 @@ def _child(job: dict[str, Any], project: Project, timeout: float, out: int) -> N
     except MemoryError:
         result = {"error": f"ran out of memory (limit {MEMORY_MB} MB)"}
     except BaseException as exc:
-        result = {"error": f"worker error: {type(exc).__name__}: {exc}"[:300]}
+        result = {"error": compat.explain(f"worker error: {type(exc).__name__}: {exc}"[:300])}
     signal.alarm(0)
     try:
         data = json.dumps(result, default=str).encode()
@@ -284,6 +285,7 @@ def main() -> None:
     _quiet()
     if request.get("warm", True):  # a single file gains nothing from warming up first
         warm()
+    compat.load_internals()
     _no_network()
     _cpu_only()
     project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))

@@ -1,0 +1,324 @@
+"""Every private torch API the shape engine uses, in one place.
+
+Fake tensors, the ShapeEnv and its guards, torch's sympy size functions, the private base
+classes of its layers, where its files lie, and the lazily imported internals differ between
+torch releases. The rest of the engine reaches them only through this module, which takes one
+path per release where they differ.
+
+Supported: torch `OLDEST` to `NEWEST` (the range of the `shapes` extra, each end tested). A
+torch outside the range is still tried; what fails then says the release is outside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import sympy
+import torch
+from torch import nn
+
+#: The oldest and newest torch releases (major, minor) the engine is tested with.
+OLDEST = (2, 13)
+NEWEST = (2, 15)
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """`"2.13.0+cpu"` -> (2, 13); None for a version string that does not start with X.Y."""
+    match = re.match(r"(\d+)\.(\d+)", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def range_text() -> str:
+    return f"{OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}"
+
+
+def outside_range(version: str | None = None) -> str | None:
+    """Why this torch may fail the engine ("torch 2.16.0 is outside ..."), or None if supported."""
+    version = torch.__version__ if version is None else version
+    parsed = parse_version(version)
+    if parsed is not None and OLDEST <= parsed <= NEWEST:
+        return None
+    return f"torch {version} is outside the supported range {range_text()}"
+
+
+def explain(text: str) -> str:
+    """An engine failure's text, with the supported range when this torch is outside it."""
+    note = outside_range()
+    return f"{text} ({note})" if note else text
+
+
+try:
+    from torch._guards import GuardSource, Source
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+    from torch.utils._sympy import functions as _size_functions
+except ImportError as exc:  # a release that moved them: say so in the worker's last words
+    raise ImportError(explain(f"the shape engine cannot use this torch: {exc}")) from exc
+
+__all__ = [
+    "CONTAINER_FILE",
+    "DISPATCH_FILES",
+    "MODULE_FILE",
+    "NATIVE_FUNCTIONAL_MODULE",
+    "NEWEST",
+    "OLDEST",
+    "DimSource",
+    "FakeTensorMode",
+    "ShapeEnv",
+    "check",
+    "computed_expr",
+    "current_expr",
+    "explain",
+    "fake_mode",
+    "guard_count",
+    "guard_exprs",
+    "layers",
+    "load_internals",
+    "outside_range",
+    "set_cache",
+    "shape_env",
+    "size_functions",
+    "stand_in",
+    "symbolic_size",
+]
+
+
+# -- sympy size functions -----------------------------------------------------------------------
+
+
+class _Absent(sympy.Function):
+    """Stands for a size function this torch does not have: no expression is one."""
+
+
+#: torch's sympy functions for sizes (`FloorDiv`, `Mod`, ...). Before 2.5, `Max`, `Min` are
+#: sympy's own and there is no `Identity`; before 2.4, no `PythonMod`.
+size_functions = SimpleNamespace(
+    FloorDiv=_size_functions.FloorDiv,
+    CleanDiv=_size_functions.CleanDiv,
+    CeilDiv=_size_functions.CeilDiv,
+    Mod=_size_functions.Mod,
+    PythonMod=getattr(_size_functions, "PythonMod", _Absent),
+    ModularIndexing=_size_functions.ModularIndexing,
+    Max=getattr(_size_functions, "Max", sympy.Max),
+    Min=getattr(_size_functions, "Min", sympy.Min),
+    Identity=getattr(_size_functions, "Identity", _Absent),
+)
+
+
+# -- symbolic sizes and fake tensors -------------------------------------------------------------
+
+# From 2.10 or 2.11 on, `Source.name` is built from a `_name_template` property, and `name` and
+# `guard_source` are cached properties; 2.9 and older have plain methods.
+_SOURCE_PROPERTIES = isinstance(
+    inspect.getattr_static(Source, "name", None), (property, functools.cached_property)
+)
+
+if _SOURCE_PROPERTIES:
+
+    @dataclass(frozen=True)
+    class DimSource(Source):
+        """Names a symbolic input size for the ShapeEnv (it never generates guard code)."""
+
+        label: str
+
+        @property
+        def _name_template(self) -> str:
+            return self.label
+
+        @property
+        def guard_source(self) -> GuardSource:  # type: ignore[override]
+            return GuardSource.CONSTANT
+
+else:
+
+    @dataclass(frozen=True)
+    class DimSource(Source):  # type: ignore[no-redef]
+        """Names a symbolic input size for the ShapeEnv (it never generates guard code)."""
+
+        label: str
+
+        def name(self) -> str:  # type: ignore[override]
+            return self.label
+
+        def guard_source(self) -> GuardSource:  # type: ignore[override]
+            return GuardSource.CONSTANT
+
+
+def shape_env() -> ShapeEnv:
+    """A ShapeEnv that gives each input size its own symbol, even when two are equal."""
+    return ShapeEnv(duck_shape=False)
+
+
+def fake_mode(env: ShapeEnv | None) -> FakeTensorMode:
+    """A fake-tensor mode (symbolic with `env`) that also accepts the model's real tensors."""
+    return FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+
+
+def set_cache(mode: FakeTensorMode, enabled: bool) -> None:
+    """Turn the mode's op cache on or off (releases before the cache ignore it)."""
+    mode.cache_enabled = enabled
+
+
+def symbolic_size(env: ShapeEnv, hint: int, label: str) -> tuple[sympy.Symbol, torch.SymInt]:
+    """A new size symbol named `label` in `env` (with `hint` as its example value), and the
+    SymInt that carries it into tensors."""
+    source = DimSource(label)
+    symbol = env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
+    return symbol, env.create_symintnode(symbol, hint=hint, source=source)
+
+
+def guard_count(env: ShapeEnv | None) -> int:
+    """How many guards `env` has recorded (0 without one)."""
+    return len(env.guards) if env is not None else 0
+
+
+def guard_exprs(env: ShapeEnv | None, start: int = 0) -> list[Any]:
+    """The sympy conditions of the guards `env` recorded from the `start`-th on."""
+    return [_tidy(g.expr) for g in env.guards[start:]] if env is not None else []
+
+
+def computed_expr(value: Any) -> Any:
+    """A SymInt's size as computed, before later guards specialized it to a number; any other
+    value as it is."""
+    node = getattr(value, "node", None)
+    if node is None:
+        return value
+    return _tidy(getattr(node, "_expr", node.expr))
+
+
+def current_expr(value: Any) -> Any:
+    """A SymInt's size with what the guards have settled substituted; other values as they are."""
+    node = getattr(value, "node", None)
+    return _tidy(node.expr) if node is not None else value
+
+
+def _floor_div_pulls_out_multiples() -> bool:
+    x = sympy.Symbol("x", integer=True, positive=True)
+    floor_div = _size_functions.FloorDiv
+    return bool(floor_div(x - 2, 2) + 1 == floor_div(x, 2))
+
+
+# From 2.5 on, `FloorDiv(x - 2, 2) + 1` is `FloorDiv(x, 2)` as soon as it is built; on 2.4 it
+# stays as written, and a pooled size reads `((H - 2)//2 + 1)` instead of `H//2`.
+_TIDY = not _floor_div_pulls_out_multiples()
+
+
+def _tidy(expr: Any) -> Any:
+    """A size expression as recent releases build it (only older ones need anything done)."""
+    if not _TIDY or not isinstance(expr, sympy.Basic) or not expr.has(_size_functions.FloorDiv):
+        return expr
+    floor_div = _size_functions.FloorDiv
+
+    def pull(numerator: Any, divisor: Any) -> Any:
+        """`(x + 4*y - 4)//4` -> `x//4 + y - 1`: terms that are multiples of the divisor."""
+        if not isinstance(divisor, sympy.Integer) or not isinstance(numerator, sympy.Add):
+            return floor_div(numerator, divisor)
+        whole, rest = [], []
+        for term in numerator.args:
+            coefficient = term.as_coeff_Mul()[0]
+            fits = isinstance(coefficient, sympy.Integer) and coefficient % divisor == 0
+            (whole if fits else rest).append(term)
+        if not whole:
+            return floor_div(numerator, divisor)
+        return floor_div(sympy.Add(*rest), divisor) + sympy.Add(*whole) / divisor
+
+    pulled = expr.replace(lambda e: isinstance(e, floor_div), lambda e: pull(*e.args))
+    expanded = sympy.expand(pulled)
+    return expanded if sympy.count_ops(expanded) < sympy.count_ops(pulled) else pulled
+
+
+def check(condition: Any, message: Callable[[], str]) -> None:
+    """Fail as torch's own size checks do (and leave the same guard) unless `condition` holds."""
+    torch._check(condition, message)
+
+
+# -- layers and files ---------------------------------------------------------------------------
+
+#: torch.nn's private base classes, for describing a layer by its family.
+layers = SimpleNamespace(
+    ConvNd=nn.modules.conv._ConvNd,
+    MaxPoolNd=nn.modules.pooling._MaxPoolNd,
+    AvgPoolNd=nn.modules.pooling._AvgPoolNd,
+    AdaptiveAvgPoolNd=nn.modules.pooling._AdaptiveAvgPoolNd,
+    AdaptiveMaxPoolNd=nn.modules.pooling._AdaptiveMaxPoolNd,
+    NormBase=nn.modules.batchnorm._NormBase,
+    DropoutNd=nn.modules.dropout._DropoutNd,
+)
+
+#: The module where torch's functional ops written in C++ say they live (`F.linear`).
+NATIVE_FUNCTIONAL_MODULE = "torch._C._nn"
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+MODULE_FILE = os.path.join(_TORCH_DIR, "nn", "modules", "module.py")
+CONTAINER_FILE = os.path.join(_TORCH_DIR, "nn", "modules", "container.py")
+#: torch's files whose frames lie between a user's call and the op it reaches (dispatch).
+DISPATCH_FILES = frozenset(
+    os.path.join(_TORCH_DIR, *parts)
+    for parts in (
+        ("overrides.py",),
+        ("_tensor.py",),
+        ("functional.py",),
+        ("_jit_internal.py",),
+        ("nn", "functional.py"),
+        ("utils", "_device.py"),
+    )
+)
+
+
+# -- the worker's torch --------------------------------------------------------------------------
+
+
+def _floor_division(x: Any, y: Any) -> Any:
+    return x // y
+
+
+def _adapt_torch() -> None:
+    """Make older releases run models on symbolic sizes as recent ones do.
+
+    * Up to 2.11 at least, the pooling size formula's `div_rtn` branches on the remainder, which
+      records a parity guard (`H - 6` even) that no real input needs; Python's `//` already
+      rounds toward negative infinity, so floor division is the same function without the guard
+      (2.15 defines it so).
+    * The fused fast path of `nn.TransformerEncoder` has no fake-tensor implementation in 2.7 and
+      older; the layer-by-layer path computes the same shapes on every release.
+    """
+    meta = getattr(torch, "_meta_registrations", None)
+    if meta is not None and hasattr(meta, "div_rtn"):
+        meta.div_rtn = _floor_division
+    mha = getattr(torch.backends, "mha", None)
+    if mha is not None and hasattr(mha, "set_fastpath_enabled"):
+        mha.set_fastpath_enabled(False)
+
+
+# Only the worker process imports this module, so torch is adapted there and nowhere else.
+_adapt_torch()
+
+
+def load_internals() -> None:
+    """Import what fake tensors import lazily on first use (torch._dynamo, ...).
+
+    The worker calls this while torch is as installed: before it replaces functions such as
+    `torch.cuda.is_available` and before user modules become importable, either of which
+    would otherwise be in place when those internals first load.
+    """
+    with fake_mode(shape_env()):
+        torch.empty(2, 3).sum()
+
+
+def stand_in(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:
+    """`replacement`, ready to take `original`'s place in torch.
+
+    From 2.15, torch._dynamo reads `__wrapped__` off some functions (the cached
+    `torch.backends.mps.is_available`) when it loads; the stand-in keeps that attribute.
+    """
+    wrapped = getattr(original, "__wrapped__", None)
+    if wrapped is not None:
+        replacement.__wrapped__ = wrapped  # type: ignore[attr-defined]
+    return replacement
