@@ -139,7 +139,7 @@ def _check_command(args: argparse.Namespace) -> int:
         extend_select=_codes(args.extend_select, "--extend-select") or (),
         ignore=_codes(args.ignore, "--ignore") or (),
         extend_exclude=tuple(args.extend_exclude or ()),
-        shapes=args.shapes,
+        shapes=args.shapes or _shapes_from_environment(),
         config_file=args.config,
     )
     options = RunOptions(
@@ -168,6 +168,13 @@ def _check_command(args: argparse.Namespace) -> int:
             return EXIT_OK
         result = run(args.paths or [Path(".")], overrides, options)
     return _report(result, args, sources)
+
+
+def _shapes_from_environment() -> str | None:
+    """`TORCHLINT_NO_SHAPES=1` turns shape checks off, over any repository configuration."""
+    from torchlint.shapes import refused_by_environment
+
+    return "off" if refused_by_environment() else None
 
 
 def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]) -> int:

@@ -9,8 +9,9 @@ and permission changes outside a private temporary folder, and native code loade
 `ctypes`/`cffi`. Reads are allowed: torch and the user's imports need them.
 
 A refused action raises `Blocked` (a `PermissionError`), which the check reports as a
-TL690 naming it ("Blocked: the model's code runs a subprocess"). The engine's own calls (forking one child per file, killing it when
-late) are recognised by the code object that makes them. Each per-file child also runs
+TL690 naming it ("Blocked: the model's code runs a subprocess"). The engine's own calls
+(forking one child per file, killing it when late) are recognised by the code object that
+makes them. Each per-file child also runs
 under OS limits (`limit_child`): address space, CPU time, file size and no new processes.
 
 This is defence in depth against side effects, not a boundary for code written to defeat
@@ -20,6 +21,7 @@ process group is killed at the end of every run, whatever happened inside.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import resource
@@ -155,7 +157,5 @@ def _set(limit: int, soft: int, hard: int | None) -> None:
         hard = current_hard
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
-    try:
+    with contextlib.suppress(OSError, ValueError):
         resource.setrlimit(limit, (soft, hard))
-    except (OSError, ValueError):
-        pass
