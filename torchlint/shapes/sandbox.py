@@ -85,6 +85,32 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _WRITABLE = (os.devnull,)
 
 
+def _load_prctl() -> Callable[..., int] | None:
+    # Looked up at import, before the audit hook refuses `ctypes.dlopen`.
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_prctl = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Have the kernel kill this process when its parent dies (Linux), so that killing the
+    worker (a stale check in the editor, say) also ends the check it was running."""
+    parent = os.getppid()
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
 class Blocked(PermissionError):
     """User code tried something the shape worker refuses."""
 
@@ -96,7 +122,8 @@ def install(private: str, engine: Iterable[Callable[..., Any]]) -> None:
     modules are imported.
     """
     private = os.path.realpath(private)
-    engine_codes: frozenset[CodeType] = frozenset([*(f.__code__ for f in engine), _set.__code__])
+    own = (_set, die_with_parent)
+    engine_codes: frozenset[CodeType] = frozenset(f.__code__ for f in (*engine, *own))
 
     def inside(path: object) -> bool:
         if isinstance(path, int):
@@ -141,6 +168,7 @@ def install(private: str, engine: Iterable[Callable[..., Any]]) -> None:
 
 def limit_child(timeout: float, memory_bytes: int | None) -> None:
     """OS limits for a per-file child: CPU, address space, file size, no new processes."""
+    die_with_parent()
     cpu = max(1, math.ceil(timeout)) + 2
     _set(resource.RLIMIT_CPU, cpu, cpu + 3)
     _set(resource.RLIMIT_FSIZE, 64 << 20, 64 << 20)

@@ -41,7 +41,7 @@ import torch  # noqa: E402 - timed from the very start
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
 from torchlint.shapes.loader import Project  # noqa: E402
-from torchlint.shapes.sandbox import Blocked, install, limit_child  # noqa: E402
+from torchlint.shapes.sandbox import Blocked, die_with_parent, install, limit_child  # noqa: E402
 
 MEMORY_MB = int(os.environ.get("TORCHLINT_SHAPES_MEMORY_MB", "4096"))
 _GRACE = 5.0
@@ -99,18 +99,6 @@ def _cpu_only() -> None:
     mps = getattr(torch.backends, "mps", None)
     if mps is not None:
         mps.is_available = lambda: False
-
-
-def _no_network() -> None:
-    """A constructor that downloads weights fails at once instead of hanging the check."""
-    import socket
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise OSError("network access is disabled during shape checks")
-
-    socket.getaddrinfo = refuse  # type: ignore[assignment]
-    socket.create_connection = refuse  # type: ignore[assignment]
-    socket.socket.connect = refuse  # type: ignore[method-assign]
 
 
 def warm() -> None:
@@ -326,6 +314,7 @@ def _crash(status: int) -> dict[str, Any]:
 
 
 def main() -> None:
+    die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # user code that prints must not corrupt the protocol
@@ -340,7 +329,6 @@ def main() -> None:
     _quiet()
     if request.get("warm", True):  # a single file gains nothing from warming up first
         warm()
-    _no_network()
     _cpu_only()
     private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
     install(private, engine=[run_in_child, preload, _limit_memory])
