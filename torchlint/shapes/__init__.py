@@ -21,6 +21,8 @@ _SKIPPED = "TL690"
 #: Set to 1 (or true/yes) to turn shape checks off whatever a repository configures.
 NO_SHAPES_ENV = "TORCHLINT_NO_SHAPES"
 _DEFAULT_TIMEOUT = 20.0
+#: Warming the worker up (a built-in model checked before forking) pays from this many files.
+_WARM_AFTER = 2
 
 
 def refused_by_environment() -> bool:
@@ -110,8 +112,8 @@ def check_files(
         "roots": roots,
         "timeout": timeout,
     }
-    if tables is not None and len(jobs) == 1:
-        request["warm"] = False  # one file: warming up first only adds its own time
+    if len(jobs) <= _WARM_AFTER:
+        request["warm"] = False  # a file or two: warming up first only adds its own time
     results, worker = run_worker(request, timeout)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()

@@ -174,14 +174,15 @@ def limit_child(timeout: float, memory_bytes: int | None) -> None:
     _set(resource.RLIMIT_FSIZE, 64 << 20, 64 << 20)
     _set(resource.RLIMIT_NPROC, 0, 0)
     if memory_bytes is not None:
-        _set(resource.RLIMIT_AS, memory_bytes, None)
+        _set(resource.RLIMIT_AS, memory_bytes, memory_bytes)
     # A write past the size limit fails with an error instead of killing the check.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _set(limit: int, soft: int, hard: int | None) -> None:
+def _set(limit: int, soft: int, hard: int) -> None:
+    """Lower a limit, soft and hard alike (so the checked code cannot raise it again)."""
     current_hard = resource.getrlimit(limit)[1]
-    if hard is None or (current_hard != resource.RLIM_INFINITY and current_hard < hard):
+    if current_hard != resource.RLIM_INFINITY and current_hard < hard:
         hard = current_hard
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
