@@ -99,3 +99,30 @@ def test_cache_names_results_as_given(tmp_path: Path) -> None:
     assert cache.get("model.py", "k", section="shapes:") == [diagnostic]
     assert cache.get("model.py", "k", section="shapes:")[0].path == "model.py"
     assert cache.get("model.py", "k") is None
+
+
+def test_imported_files_are_followed_transitively(tmp_path: Path) -> None:
+    from torchlint.shapes.dependencies import imported_files
+
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("from .deep import VALUE\n")
+    (package / "sub" / "deep.py").write_text("import pkg.consts as c\nVALUE = c.X\n")
+    (package / "consts.py").write_text("X = 1\n")
+    (package / "lazy.py").write_text("Y = 2\n")
+    (package / "unused.py").write_text("Z = 3\n")
+    (package / "model.py").write_text(
+        "import torch\nfrom . import sub\n\n\ndef build():\n    from .lazy import (\n"
+        "        Y,\n    )\n    return Y\n"
+    )
+    found = imported_files([str(package / "model.py")], [str(tmp_path)])
+    assert found is not None
+    names = sorted(str(Path(p).relative_to(tmp_path)) for p in found)
+    assert names == [
+        "pkg/__init__.py",
+        "pkg/consts.py",
+        "pkg/lazy.py",
+        "pkg/sub/__init__.py",
+        "pkg/sub/deep.py",
+    ]
