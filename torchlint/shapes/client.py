@@ -157,16 +157,8 @@ def _status(code: int | None) -> str:
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """End the worker and everything it started: no process outlives the run."""
-    # Let a worker that answered everything exit on its own, but leave it unreaped (a
-    # zombie keeps its process group's id from being reused until the group is killed).
-    waited = time.monotonic() + 2.0
-    while os.name == "posix" and time.monotonic() < waited:
-        try:
-            if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
-                break
-        except ChildProcessError:
-            break
-        time.sleep(0.01)
+    # Killed at once, answered or not: it has nothing left to do, and its interpreter's
+    # shutdown with torch loaded takes a while. Not reaped before, so its group id is its own.
     with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
         if os.name == "posix":
             os.killpg(process.pid, signal.SIGKILL)
