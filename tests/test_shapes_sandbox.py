@@ -166,3 +166,10 @@ def test_server_follows_the_editors_trust_and_the_environment(
     assert Options.parse({"trusted": False}).runs_shapes is False
     monkeypatch.setenv("TORCHLINT_NO_SHAPES", "1")
     assert Options.parse({"trusted": True}).runs_shapes is False
+
+
+def test_shape_tables_refuse_to_run_when_the_environment_says_no(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text((HOSTILE / "neighbour.py").read_text())
+    result = run_cli("shapes", "model.py", cwd=tmp_path, env={"TORCHLINT_NO_SHAPES": "1"})
+    assert result.returncode == 2
+    assert "TORCHLINT_NO_SHAPES" in result.stderr

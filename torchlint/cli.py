@@ -221,6 +221,9 @@ def _report(result: RunResult, args: argparse.Namespace, sources: dict[str, str]
 def _shapes_command(args: argparse.Namespace) -> int:
     from torchlint.shapes.insight import run_command
 
+    if _shapes_from_environment() == "off":
+        raise TorchlintError("shape checks are off here (TORCHLINT_NO_SHAPES is set)")
+
     return run_command(args.targets, depth=args.depth, output_format=args.output_format)
 
 
