@@ -30,13 +30,11 @@ def run_worker(request: dict[str, Any], timeout: float) -> tuple[dict[str, Any],
     results: dict[str, Any] = {}
     facts: dict[str, Any] = {}
     jobs = list(request["jobs"])
-    for attempt in range(len(jobs) + 1):
+    for _ in range(len(jobs) + 1):
         pending = [job for job in jobs if job["abspath"] not in results]
         if not pending:
             break
-        # After a file took a worker down, the others load in their own children only.
-        attempt_request = {**request, "jobs": pending, **({"preload": False} if attempt else {})}
-        culprit, error = _run_once(attempt_request, timeout, results, facts)
+        culprit, error = _run_once({**request, "jobs": pending}, timeout, results, facts)
         if error is None:
             break
         if culprit is None:  # it died before any user code ran: nothing to gain from retrying

@@ -514,12 +514,15 @@ def _keep(node: ast.stmt, checker: _Checker, top: bool) -> tuple[ast.stmt, str] 
             if not (isinstance(s, ast.FunctionDef) and s.name == "__init_subclass__")
         ]
         clone.body = _block(body, checker, node)
-        return _strings_for_annotations(clone), "class"
+        return clone, "class"
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         value = node.value
         if all(checker.expr_ok(t) for t in targets) and checker.expr_ok(value):
-            kept = _strings_for_annotations(node)
+            kept = node
+            if isinstance(node, ast.AnnAssign):
+                kept = copy.copy(node)
+                kept.annotation = _as_string(node.annotation)
             if value is not None and checker.is_nn_call(value):
                 return kept, "nn"
             return kept, "assign"
@@ -573,8 +576,19 @@ def _defused_def(
         None if d is None else _default(d, arguments.kwonlyargs[i].arg, checker)
         for i, d in enumerate(arguments.kw_defaults)
     ]
+    for parameter in (
+        *arguments.posonlyargs,
+        *arguments.args,
+        *arguments.kwonlyargs,
+        arguments.vararg,
+        arguments.kwarg,
+    ):
+        if parameter is not None and parameter.annotation is not None:
+            parameter.annotation = _as_string(parameter.annotation)
+    if clone.returns is not None:
+        clone.returns = _as_string(clone.returns)
     clone.args = arguments
-    return _strings_for_annotations(clone)
+    return clone
 
 
 def _default(value: ast.expr, parameter: str, checker: _Checker) -> ast.expr:
@@ -636,35 +650,11 @@ def _stand_ins(
     return ast.fix_missing_locations(ast.copy_location(block, node)), "unavailable"
 
 
-class _Annotations(ast.NodeTransformer):
-    """Annotations as strings: kept for dataclasses and NamedTuples, never evaluated."""
-
-    def visit_arg(self, node: ast.arg) -> ast.arg:
-        if node.annotation is not None:
-            node.annotation = _as_string(node.annotation)
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        if node.returns is not None:
-            node.returns = _as_string(node.returns)
-        node.args = self.visit(node.args)
-        return node  # a body's own annotations are not evaluated when it is defined
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        node.annotation = _as_string(node.annotation)
-        return node
-
-
 def _as_string(annotation: ast.expr) -> ast.expr:
+    """An annotation as a string: kept for dataclasses and NamedTuples, never evaluated."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         return annotation
     return ast.copy_location(ast.Constant(ast.unparse(annotation)), annotation)
-
-
-def _strings_for_annotations(node: ast.stmt) -> ast.stmt:
-    return _Annotations().visit(copy.deepcopy(node))
 
 
 def _block(body: list[ast.stmt], checker: _Checker, owner: ast.AST) -> list[ast.stmt]:

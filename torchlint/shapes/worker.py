@@ -337,8 +337,7 @@ def main() -> None:
     project.files.update(request["texts"])
     project.install()
     install_site_hook(project.files)
-    if request.get("preload", True):
-        preload(project, request["jobs"], timeout, emit)
+    preload(project, request["jobs"], timeout, emit)
     gc.collect()
     gc.freeze()
     for job in request["jobs"]:
