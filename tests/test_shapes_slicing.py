@@ -171,3 +171,11 @@ def test_value_that_is_not_computed_fails_only_when_used(tmp_path: Path) -> None
 def test_earlier_value_survives_a_dropped_rebinding(tmp_path: Path) -> None:
     module, _ = load(tmp_path, "rebind", "SIZE = 8\nSIZE = compute(SIZE)\n")
     assert module.SIZE == 8
+
+
+def test_value_that_fails_to_compute_fails_only_when_used(tmp_path: Path) -> None:
+    source = "HAS = 'x' in dir(int)\nTABLE = dict(a=1 if HAS else 2, b=1 // 0)\n"
+    module, _ = load(tmp_path, "fails", source)
+    assert module.HAS is False
+    with pytest.raises(NameError, match=r"TABLE \(line 2\) is not available"):
+        module.TABLE.get("a")

@@ -274,6 +274,7 @@ class Project(importlib.abc.MetaPathFinder):
                 if isinstance(exc, KeyboardInterrupt | TimeoutError | MemoryError):
                     raise
                 notes.append(_note(statement, exc))
+                _stand_in_for_targets(statement, namespace)
                 return
         notes.append(f"line {statement.lineno}: too many missing modules")
 
@@ -317,6 +318,16 @@ class Project(importlib.abc.MetaPathFinder):
                     value = make_stub(alias.name)
                     self.stubbed.append(f"{name}.{alias.name}")
             namespace[bound] = value
+
+
+def _stand_in_for_targets(statement: ast.stmt, namespace: dict[str, Any]) -> None:
+    """A module-level value that failed to compute fails again only where it is used."""
+    if isinstance(statement, ast.Assign | ast.AnnAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name) and node.id not in namespace:
+                    namespace[node.id] = Unavailable(node.id, statement.lineno)
 
 
 def _environment_paths() -> set[str]:

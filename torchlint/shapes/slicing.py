@@ -64,6 +64,7 @@ _SAFE_BUILTINS = frozenset(
         "any",
         "all",
         "slice",
+        "dir",
         "property",
         "staticmethod",
         "classmethod",
