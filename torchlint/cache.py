@@ -2,6 +2,7 @@
 
 One JSON file per cache folder, entries keyed by path so it stays as large as the project;
 a file whose key changed (edited, other settings, new torchlint) is simply linted again.
+A cache file or entry that cannot be read as one is dropped: the file is linted again.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def cache_key(content: bytes, enabled: Iterable[str], *extra: str) -> str:
     return digest.hexdigest()
 
 
+def _well_formed(diagnostic: Diagnostic) -> bool:
+    numbers = (diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column)
+    texts = (diagnostic.code, diagnostic.name, diagnostic.message)
+    return all(type(n) is int for n in numbers) and all(isinstance(t, str) for t in texts)
+
+
 class ResultCache:
     """Load once, look up per file, save once at the end of the run."""
 
@@ -48,18 +55,35 @@ class ResultCache:
         if enabled:
             with contextlib.suppress(OSError, ValueError):
                 data = json.loads(self.file.read_text(encoding="utf-8"))
-                if data.get("version") == __version__:
-                    self._entries = data.get("entries", {})
+                if isinstance(data, dict) and data.get("version") == __version__:
+                    entries = data.get("entries")
+                    self._entries = entries if isinstance(entries, dict) else {}
 
-    def get(self, path: str, key: str) -> list[Diagnostic] | None:
-        entry = self._entries.get(path)
-        if not self.enabled or entry is None or entry[0] != key:
+    def get(self, path: str, key: str, *, section: str = "") -> list[Diagnostic] | None:
+        """The diagnostics stored for `path` under `key`; None if absent, stale or unreadable.
+
+        `section` keeps separate results for one path apart (`shapes:` for shape checks).
+        """
+        if not self.enabled:
             return None
-        return [Diagnostic.from_dict({**item, "filename": path}) for item in entry[1]]
+        entry = self._entries.get(section + path)
+        if entry is None:
+            return None
+        try:
+            if entry[0] != key:
+                return None
+            found = [Diagnostic.from_dict({**item, "filename": path}) for item in entry[1]]
+            if all(_well_formed(d) for d in found):
+                return found
+        except Exception:  # a damaged entry: forget it, lint again
+            pass
+        del self._entries[section + path]
+        self._dirty = True
+        return None
 
-    def put(self, path: str, key: str, diagnostics: list[Diagnostic]) -> None:
+    def put(self, path: str, key: str, diagnostics: list[Diagnostic], *, section: str = "") -> None:
         if self.enabled:
-            self._entries[path] = [key, [d.to_dict() for d in diagnostics]]
+            self._entries[section + path] = [key, [d.to_dict() for d in diagnostics]]
             self._dirty = True
 
     def save(self) -> None:

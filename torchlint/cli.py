@@ -221,7 +221,7 @@ def _check_command(args: argparse.Namespace) -> int:
         extend_select=_codes(args.extend_select, "--extend-select") or (),
         ignore=_codes(args.ignore, "--ignore") or (),
         extend_exclude=tuple(args.extend_exclude or ()),
-        shapes=args.shapes,
+        shapes=args.shapes or _shapes_from_environment(),
         config_file=config_file,
         settings=settings,
         torch_version=args.torch_version,
@@ -277,6 +277,13 @@ def _check_once(args: argparse.Namespace, overrides: Overrides, stdin: bool) -> 
             result = run(args.paths or [Path(".")], overrides, options)
     with _output(args.output_file) as stdout:
         return _report(result, args, sources, stdout)
+
+
+def _shapes_from_environment() -> str | None:
+    """`TORCHLINT_NO_SHAPES=1` turns shape checks off, over any repository configuration."""
+    from torchlint.shapes import refused_by_environment
+
+    return "off" if refused_by_environment() else None
 
 
 @contextlib.contextmanager
@@ -395,6 +402,9 @@ def _version_command() -> int:
 
 def _shapes_command(args: argparse.Namespace) -> int:
     from torchlint.shapes.insight import run_command
+
+    if _shapes_from_environment() == "off":
+        raise TorchlintError("shape checks are off here (TORCHLINT_NO_SHAPES is set)")
 
     return run_command(args.targets, depth=args.depth, output_format=args.output_format)
 

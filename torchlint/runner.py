@@ -6,7 +6,6 @@ torch is importable and they are enabled.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.metadata
 import multiprocessing
@@ -37,6 +36,8 @@ NO_TORCH_NOTE = (
     " (CPU build: pip install torch --index-url https://download.pytorch.org/whl/cpu),"
     " or pass --no-shapes to skip them without this note"
 )
+SKIPPED = "TL690"
+_SHAPES = "shapes:"
 # Below this many files to lint, starting worker processes costs more than it saves.
 _PARALLEL_THRESHOLD = 16
 # Most files a worker takes at once.
@@ -129,7 +130,9 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
     if options.fix_mode:
         found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
     result.diagnostics.extend(found_diagnostics)
-    result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides, result, options.progress))
+    shape_found, unfinished = _shape_diagnostics(tasks, cache, overrides, result, options.progress)
+    result.diagnostics.extend(shape_found)
+    _note_unfinished(result, unfinished)
     cache.save()
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
@@ -150,10 +153,20 @@ def run_source(
     diagnostics = _lint_one(task)
     if options.fix_mode:
         diagnostics = _fix_all([task], diagnostics, options, result)
-    shape_diagnostics = _shape_diagnostics([task], None, overrides, result)
-    result.diagnostics = diagnostics + shape_diagnostics
+    shape_found, unfinished = _shape_diagnostics([task], None, overrides, result)
+    result.diagnostics = diagnostics + shape_found
+    _note_unfinished(result, unfinished)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
+
+
+def _note_unfinished(result: RunResult, files: int) -> None:
+    """Never a bare "All checks passed!" when some shape check did not happen."""
+    if files and not any(d.code == SKIPPED for d in result.diagnostics):
+        result.warnings.append(
+            f"shape checks did not finish for {files} file{'s' if files != 1 else ''};"
+            f" see --extend-select {SKIPPED}"
+        )
 
 
 def _source_codes(task: _Task) -> set[str]:
@@ -235,8 +248,9 @@ def _shape_diagnostics(
     overrides: Overrides,
     result: RunResult,
     progress: Callable[[str, int, int], None] | None = None,
-) -> list[Diagnostic]:
-    """TL6xx for the files whose settings enable them, from one worker run (or the cache).
+) -> tuple[list[Diagnostic], int]:
+    """TL6xx for the files whose settings enable them, from one worker run (or the cache),
+    and how many files' shape checks did not finish (for a note when TL690 is not shown).
 
     Without torch, one warning says the checks were skipped and how to get them.
     """
@@ -249,7 +263,7 @@ def _shape_diagnostics(
     ]
     mode = _shape_mode(tasks, overrides) if tasks else "off"
     if mode == "off" or not candidates:
-        return []
+        return [], 0
     try:
         from torchlint import shapes
     except ImportError:
@@ -263,22 +277,14 @@ def _shape_diagnostics(
         files = f"{len(candidates)} file{'s' if len(candidates) != 1 else ''} with models"
         result.warnings.append(NO_TORCH_NOTE.format(count=files))
         result.not_run.append("shape checks: torch is not installed")
-        return []
-    torch_version = importlib.metadata.version("torch")
-    run_digest = hashlib.sha256(b"".join(t.key.encode() + t.data for t in candidates)).hexdigest()
-    keys = {
-        t.display: cache_key(t.data, t.settings.enabled, torch_version, run_digest)
-        for t in candidates
-    }
-    if cache is not None:
-        hits = [cache.get("shapes:" + t.display, keys[t.display]) for t in candidates]
-        if all(h is not None for h in hits):
-            # Entries are stored under "shapes:PATH"; the diagnostics belong to PATH.
-            return [
-                dataclasses.replace(d, path=t.display)
-                for t, h in zip(candidates, hits, strict=True)
-                for d in h or []
-            ]
+        return [], 0
+    keys = _shape_keys(candidates) if cache is not None else None
+    if cache is not None and keys is not None:
+        hits = {
+            t.display: cache.get(t.display, keys[t.display], section=_SHAPES) for t in candidates
+        }
+        if all(h is not None for h in hits.values()):
+            return _shape_report(candidates, hits)
     sources: dict[str, str] = {}
     for task in candidates:
         text = python_source(task.display, task.data)
@@ -290,17 +296,81 @@ def _shape_diagnostics(
     if progress is not None:
         progress("shapes", 0, len(sources))
     found = shapes.check_files(list(sources.items()), declared=declared)
-    diagnostics: list[Diagnostic] = []
+    per_file: dict[str, list[Diagnostic] | None] = {}
     for task in candidates:
         if task.display not in sources:
             continue
-        kept = [d for d in found.get(task.display, []) if d.code in task.settings.enabled]
-        kept = apply_suppressions(sources[task.display], kept)
+        kept = apply_suppressions(sources[task.display], found.get(task.display, []))
         kept = map_diagnostics(task.display, task.data, kept)
-        if cache is not None:
-            cache.put("shapes:" + task.display, keys[task.display], kept)
-        diagnostics.extend(kept)
-    return diagnostics
+        if cache is not None and keys is not None and not _incomplete(kept):
+            cache.put(task.display, keys[task.display], kept, section=_SHAPES)
+        per_file[task.display] = kept
+    return _shape_report(candidates, per_file)
+
+
+def _shape_report(
+    candidates: list[_Task], per_file: dict[str, list[Diagnostic] | None]
+) -> tuple[list[Diagnostic], int]:
+    """The enabled shape diagnostics, and how many files had a check that did not finish."""
+    diagnostics: list[Diagnostic] = []
+    unfinished = 0
+    for task in candidates:
+        found = per_file.get(task.display) or []
+        unfinished += any(_unfinished(d) for d in found)
+        diagnostics.extend(d for d in found if d.code in task.settings.enabled)
+    return diagnostics, unfinished
+
+
+def _unfinished(diagnostic: Diagnostic) -> bool:
+    """A check stopped by the sandbox, a limit or a crash (not a model that needs arguments)."""
+    return diagnostic.code == SKIPPED and (
+        diagnostic.message.startswith("shape check skipped:") or "Blocked:" in diagnostic.message
+    )
+
+
+def _shape_keys(candidates: list[_Task]) -> dict[str, str] | None:
+    """Cache keys for one run's shape results; None when they cannot be trusted.
+
+    Shape results of a file depend on the other checked files (evidence, call sites), on
+    every project file they import (sizes defined elsewhere), on the shape configuration,
+    torchlint's version (in `cache_key`) and torch's, so each key covers all of them.
+    """
+    from torchlint.shapes.dependencies import imported_files
+    from torchlint.shapes.discover import module_identity
+
+    paths = [str(t.path.absolute()) for t in candidates if t.path is not None]
+    roots = {module_identity(p, set(paths))[0] for p in paths} | {os.getcwd()}
+    dependencies = imported_files(paths, roots)
+    if dependencies is None:
+        return None
+    digest = hashlib.sha256()
+    for name in ("TORCHLINT_SHAPES_TIMEOUT", "TORCHLINT_SHAPES_MEMORY_MB"):
+        digest.update(f"{name}={os.environ.get(name, '')}\0".encode())
+    for task in candidates:
+        config = task.settings.config
+        digest.update(f"{task.display}\0{task.key}\0{config.shapes}\0".encode())
+        digest.update(repr(config.declared_shapes).encode() + b"\0" + task.data + b"\0")
+    for path in dependencies:
+        try:
+            digest.update(path.encode() + b"\0" + Path(path).read_bytes() + b"\0")
+        except OSError:
+            return None
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = ""
+    run = digest.hexdigest()
+    return {
+        t.display: cache_key(t.data, t.settings.enabled, torch_version, run) for t in candidates
+    }
+
+
+def _incomplete(diagnostics: list[Diagnostic]) -> bool:
+    """A result that depends on how busy the machine was (a time-out) is not kept."""
+    return any(
+        d.code == SKIPPED and ("timed out" in d.message or "shape worker" in d.message)
+        for d in diagnostics
+    )
 
 
 def _fix_all(

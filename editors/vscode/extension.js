@@ -22,10 +22,21 @@ async function activate(context) {
       initializationOptions: {
         debounceMs: config.get("debounceMs", 30),
         shapes: config.get("shapes", true),
+        // Shape checks run the workspace's model constructors: none until it is trusted.
+        trusted: vscode.workspace.isTrusted,
       },
     },
   );
   context.subscriptions.push(client);
+  // Granting trust later restarts the server so that shape checks start.
+  context.subscriptions.push(
+    vscode.workspace.onDidGrantWorkspaceTrust(async () => {
+      if (client) {
+        client.clientOptions.initializationOptions.trusted = true;
+        await client.restart();
+      }
+    }),
+  );
   await client.start();
 }
 

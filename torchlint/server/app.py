@@ -459,7 +459,7 @@ class TorchlintServer(LanguageServer):
         state = self.states.get(uri)
         if (
             state is None
-            or not self.options.shapes
+            or not self.options.runs_shapes
             or self.shapes.available is False
             or not linted.settings.wants_shapes
             or "Module" not in linted.text.source

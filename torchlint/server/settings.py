@@ -22,12 +22,18 @@ SHAPE_PREFIX = "TL6"
 
 @dataclass(frozen=True)
 class Options:
-    """`initializationOptions` the client may send: `{"debounceMs": 30, "shapes": true}`."""
+    """`initializationOptions` the client may send: `{"debounceMs": 30, "shapes": true,
+    "trusted": true}`."""
 
     #: Quiet time after an edit before linting the buffer (edits in between coalesce).
     debounce_ms: int = 30
     #: False turns shape checks off in the editor whatever the configuration says.
     shapes: bool = True
+    #: The editor's trust in the workspace (VS Code's `workspace.isTrusted`). Shape checks
+    #: run the workspace's model constructors, so an untrusted workspace gets none. True
+    #: when the client does not say: clients without a notion of trust are configured by
+    #: their user for the folders they open.
+    trusted: bool = True
 
     @classmethod
     def parse(cls, raw: object) -> Options:
@@ -35,10 +41,20 @@ class Options:
             return cls()
         debounce = raw.get("debounceMs", cls.debounce_ms)
         shapes = raw.get("shapes", cls.shapes)
+        trusted = raw.get("trusted", cls.trusted)
         return cls(
             debounce_ms=max(0, int(debounce)) if isinstance(debounce, int | float) else 30,
             shapes=bool(shapes),
+            trusted=bool(trusted),
         )
+
+    @property
+    def runs_shapes(self) -> bool:
+        """Shape checks may run: wanted, in a trusted workspace, and not refused by the user
+        (`TORCHLINT_NO_SHAPES=1` in the server's environment)."""
+        from torchlint.shapes import refused_by_environment
+
+        return self.shapes and self.trusted and not refused_by_environment()
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,19 @@ from typing import Any
 
 from torchlint.diagnostic import Diagnostic, Severity
 
-__all__ = ["check_files", "torch_available"]
+__all__ = ["NO_SHAPES_ENV", "check_files", "refused_by_environment", "torch_available"]
 
 _SKIPPED = "TL690"
+#: Set to 1 (or true/yes) to turn shape checks off whatever a repository configures.
+NO_SHAPES_ENV = "TORCHLINT_NO_SHAPES"
+_DEFAULT_TIMEOUT = 20.0
+#: Warming the worker up (a built-in model checked before forking) pays from this many files.
+_WARM_AFTER = 2
+
+
+def refused_by_environment() -> bool:
+    """Whether the user turned shape checks (which run model constructors) off for good."""
+    return os.environ.get(NO_SHAPES_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def torch_available() -> bool:
@@ -32,7 +42,7 @@ def check_files(
     files: list[tuple[str, str]],
     *,
     declared: dict[str, dict] | None = None,
-    timeout: float = 20.0,
+    timeout: float | None = None,
     tables: dict[str, list[dict[str, Any]]] | None = None,
     only: Collection[tuple[str, str]] | None = None,
 ) -> dict[str, list[Diagnostic]]:
@@ -43,7 +53,13 @@ def check_files(
     With `tables` (a dict to fill), the worker also describes each model it checked, layer
     by layer (`torchlint.shapes.table`), stored by path. With `only` ((path, name) pairs),
     just those classes and module-level models are checked; the other files are evidence.
+    `timeout` is per file (default 20 s, or `TORCHLINT_SHAPES_TIMEOUT`).
     """
+    if timeout is None:
+        try:
+            timeout = float(os.environ.get("TORCHLINT_SHAPES_TIMEOUT") or _DEFAULT_TIMEOUT)
+        except ValueError:
+            timeout = _DEFAULT_TIMEOUT
     from torchlint.shapes import discover, evidence
 
     infos = discover.scan(files)
@@ -96,8 +112,8 @@ def check_files(
         "roots": roots,
         "timeout": timeout,
     }
-    if tables is not None and len(jobs) == 1:
-        request["warm"] = False  # one file: warming up first only adds its own time
+    if len(jobs) <= _WARM_AFTER:
+        request["warm"] = False  # a file or two: warming up first only adds its own time
     results, worker = run_worker(request, timeout)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()

@@ -1,10 +1,19 @@
-"""Start the shape-check worker, send it the jobs, and collect its answers (no torch here)."""
+"""Start the shape-check worker, send it the jobs, and collect its answers (no torch here).
+
+The worker runs user code (model constructors), so this side never trusts it to finish:
+it runs in a process group of its own, each of its steps has a hard deadline, and the whole
+group is killed (SIGKILL) when the run ends. A file that stops, hangs or exhausts the
+worker costs only that file: it gets the error, and a new worker checks the others.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -18,19 +27,61 @@ _GRACE = 10.0
 
 def run_worker(request: dict[str, Any], timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """Results per job abspath, and worker facts (`ready` seconds, `error` if it died)."""
+    results: dict[str, Any] = {}
+    facts: dict[str, Any] = {}
+    jobs = list(request["jobs"])
+    for _ in range(len(jobs) + 1):
+        pending = [job for job in jobs if job["abspath"] not in results]
+        if not pending:
+            break
+        culprit, error = _run_once({**request, "jobs": pending}, timeout, results, facts)
+        if error is None:
+            break
+        if culprit is None:  # it died before any user code ran: nothing to gain from retrying
+            facts["error"] = error
+            break
+        results[culprit] = {"event": "file", "abspath": culprit, "error": error}
+        facts["restarts"] = facts.get("restarts", 0) + 1
+    return results, facts
+
+
+def _run_once(
+    request: dict[str, Any], timeout: float, results: dict[str, Any], facts: dict[str, Any]
+) -> tuple[str | None, str | None]:
+    """Run one worker over the request's jobs, adding to `results`.
+
+    Returns (None, None) when it answered every job; otherwise the file it was busy with
+    when it died or ran late (None before it started on one), and the reason.
+    """
     env = dict(os.environ)
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
     env.setdefault("OMP_NUM_THREADS", "1")
-    started = time.monotonic()
+    # The only folder the worker may write to (the sandbox refuses writes elsewhere).
+    private = tempfile.mkdtemp(prefix="torchlint-shapes-")
     process = subprocess.Popen(
         [sys.executable, "-m", "torchlint.shapes.worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
-        cwd=tempfile.gettempdir(),
+        cwd=private,
+        start_new_session=os.name == "posix",
     )
+    try:
+        return _collect(process, {**request, "private": private}, timeout, results, facts)
+    finally:
+        _kill_group(process)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _collect(
+    process: subprocess.Popen[bytes],
+    request: dict[str, Any],
+    timeout: float,
+    results: dict[str, Any],
+    facts: dict[str, Any],
+) -> tuple[str | None, str | None]:
     assert process.stdin and process.stdout and process.stderr
     payload = json.dumps(request).encode()
     stdin = process.stdin
@@ -50,31 +101,33 @@ def run_worker(request: dict[str, Any], timeout: float) -> tuple[dict[str, Any],
             errors.append(chunk)
             del errors[:-4]
 
-    threads = [
+    for thread in (
         threading.Thread(target=feed, daemon=True),
         threading.Thread(target=drain, daemon=True),
-    ]
-    for thread in threads:
+    ):
         thread.start()
-    jobs = len(request["jobs"])
-    deadline = started + _START_ALLOWANCE + jobs * (timeout + _GRACE)
-    results: dict[str, Any] = {}
-    facts: dict[str, Any] = {}
+    expected = {job["abspath"] for job in request["jobs"]}
+    # Before `ready` only torch and the engine run; after it every step is one user file.
+    deadline = time.monotonic() + _START_ALLOWANCE
+    busy: str | None = None
     buffer = b""
     stdout = process.stdout.fileno()
-    while len(results) < jobs:
+    while not expected <= results.keys():
         left = deadline - time.monotonic()
         if left <= 0:
-            facts["error"] = "the shape worker did not finish in time"
-            break
+            if busy is None:
+                return None, "the shape worker did not start in time"
+            return busy, f"timed out after {timeout:g} s (the worker was stopped)"
         ready, _, _ = select.select([stdout], [], [], left)
         if not ready:
             continue
         chunk = os.read(stdout, 1 << 16)
         if not chunk:
-            tail = b"".join(errors).decode("utf-8", "replace").strip().splitlines()
-            facts["error"] = "the shape worker stopped" + (f": {tail[-1]}" if tail else "")
-            break
+            process.wait()
+            if busy is None:
+                tail = b"".join(errors).decode("utf-8", "replace").strip().splitlines()
+                return None, "the shape worker stopped" + (f": {tail[-1]}" if tail else "")
+            return busy, f"the check stopped the worker ({_status(process.returncode)})"
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
@@ -82,16 +135,36 @@ def run_worker(request: dict[str, Any], timeout: float) -> tuple[dict[str, Any],
                 event = json.loads(line)
             except ValueError:
                 continue
-            if event.get("event") == "ready":
-                facts["ready"] = event.get("seconds")
-            elif event.get("event") == "file":
+            kind = event.get("event")
+            if kind == "ready":
+                facts.setdefault("ready", event.get("seconds"))
+            elif kind in ("load", "start"):
+                busy = event.get("abspath")
+            elif kind == "file":
                 results[event["abspath"]] = event
-    if process.poll() is None:
-        if "error" in facts:
+                busy = None
+            deadline = time.monotonic() + timeout + _GRACE
+    return None, None
+
+
+def _status(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """End the worker and everything it started: no process outlives the run."""
+    # Killed at once, answered or not: it has nothing left to do, and its interpreter's
+    # shutdown with torch loaded takes a while. Not reaped before, so its group id is its own.
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        if os.name == "posix":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
             process.kill()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return results, facts
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()

@@ -21,7 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from torchlint.shapes.slicing import plan
+from torchlint.shapes.slicing import STAND_IN, plan
 
 _MAX_STUB_RETRIES = 8
 
@@ -80,6 +80,37 @@ class StubModule(types.ModuleType):
         value = make_stub(name)
         setattr(self, name, value)
         return value
+
+
+class Unavailable:
+    """Stands in for a value whose code the slicer did not run (`X = load_config()`).
+
+    The model that uses it fails with a message naming it; one that does not, is checked.
+    """
+
+    __torchlint_stub__ = True
+
+    def __init__(self, name: str, line: int) -> None:
+        object.__setattr__(self, "_what", f"{name} (line {line})")
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise NameError(
+            f"{object.__getattribute__(self, '_what')} is not available: the shape check"
+            " does not run the code that computes it"
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._fail()
+
+    __call__ = __getitem__ = __iter__ = __len__ = __bool__ = __int__ = __index__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __floordiv__ = __mod__ = __pow__ = __lt__ = __gt__ = __le__ = __ge__ = _fail
+    __setattr__ = __setitem__ = __contains__ = __float__ = __enter__ = _fail
+
+    def __repr__(self) -> str:
+        return f"<unavailable {object.__getattribute__(self, '_what')}>"
 
 
 def is_stub(value: object) -> bool:
@@ -207,6 +238,7 @@ class Project(importlib.abc.MetaPathFinder):
         tree = ast.parse(self.source(path), filename=path)
         chosen = plan(tree)
         namespace = module.__dict__
+        namespace.setdefault(STAND_IN, Unavailable)
         for statement, kind in chosen.statements:
             code = compile(
                 ast.Module(body=[statement], type_ignores=[]),
@@ -248,6 +280,7 @@ class Project(importlib.abc.MetaPathFinder):
                 if isinstance(exc, KeyboardInterrupt | TimeoutError | MemoryError):
                     raise
                 notes.append(_note(statement, exc))
+                _stand_in_for_targets(statement, namespace)
                 return
         notes.append(f"line {statement.lineno}: too many missing modules")
 
@@ -291,6 +324,16 @@ class Project(importlib.abc.MetaPathFinder):
                     value = make_stub(alias.name)
                     self.stubbed.append(f"{name}.{alias.name}")
             namespace[bound] = value
+
+
+def _stand_in_for_targets(statement: ast.stmt, namespace: dict[str, Any]) -> None:
+    """A module-level value that failed to compute fails again only where it is used."""
+    if isinstance(statement, ast.Assign | ast.AnnAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        for target in targets:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name) and node.id not in namespace:
+                    namespace[node.id] = Unavailable(node.id, statement.lineno)
 
 
 def _environment_paths() -> set[str]:

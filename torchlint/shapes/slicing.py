@@ -3,8 +3,19 @@
 The shape checker never runs a user's script. It keeps imports, `def` and `class`
 statements, guarded imports (`try: import x / except ImportError:`), `if` blocks with a
 harmless test, and assignments whose value only uses literals, names and an allow-list of
-calls (`nn.Sequential(...)` included, built later on the meta device). Everything else
-(training loops, `if __name__ == "__main__":`, `model = Net().cuda()`, `main()`) is dropped.
+calls (`nn.Sequential(...)` included, built later on the meta device; loggers, paths from
+`__file__`, `os.environ.get`, version checks and feature flags, `namedtuple`/`TypeVar`).
+Everything else (training loops, `if __name__ == "__main__":`, `model = Net().cuda()`,
+`main()`) is dropped; a dropped assignment binds its names to an inert stand-in
+(`__torchlint_unavailable__`, see `loader.Unavailable`) that fails only when used.
+
+What a kept definition evaluates when it is executed is neutralised too: annotations
+become strings, a default value that is not harmless becomes a stand-in, decorators and
+metaclasses that do not come from an imported library are left off, and a local class's
+`__init_subclass__` is removed. A function or class passed to a call that would call it
+(`map`, `sorted(key=...)`, `functools.reduce`) stops the statement, as do references to
+`os.system`-like functions, `exec`/`open`/`__import__` and dunder attributes.
+
 The kept statements keep their original line and column numbers, so tracebacks and
 creation sites point at the user's real lines.
 """
@@ -13,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from dataclasses import dataclass, field
 
 from torchlint.shapes.astutil import dotted, import_aliases, qualify
@@ -52,11 +64,11 @@ _SAFE_BUILTINS = frozenset(
         "any",
         "all",
         "slice",
+        "dir",
         "property",
         "staticmethod",
         "classmethod",
         "NotImplemented",
-        "dir",
         "callable",
         "iter",
         "next",
@@ -68,7 +80,6 @@ _SAFE_BUILTINS = frozenset(
         "hex",
         "id",
         "hash",
-        "globals",
     }
 )
 _SAFE_PREFIXES = (
@@ -85,8 +96,12 @@ _SAFE_PREFIXES = (
     "re.compile",
     "logging.getLogger",
     "warnings.filterwarnings",
+    "warnings.simplefilter",
     "importlib.util.find_spec",
+    "importlib.metadata.version",
     "packaging.version.",
+    "pathlib.Path",
+    "pathlib.PurePath",
     "torch.device",
     "torch.dtype",
     "torch.Size",
@@ -115,8 +130,107 @@ _SAFE_EXACT = frozenset(
         "sys.version_info",
         "platform.system",
         "platform.python_version",
+        # `from ..utils import logging` in libraries built like transformers
+        "logging.get_logger",
     }
 )
+#: Allowed by the prefixes above, but they evaluate code or call what they are given.
+_UNSAFE_EXACT = frozenset(
+    {
+        "typing.get_type_hints",
+        "typing_extensions.get_type_hints",
+        "operator.call",
+        "operator.methodcaller",
+        "operator.attrgetter",
+        "functools.reduce",
+        "collections.defaultdict",
+    }
+)
+#: Allowed calls that call a function they are given (`map(f, xs)`, `sorted(key=f)`): a
+#: local function or class there would run the user's code.
+_CALLERS = frozenset(
+    {"map", "filter", "iter", "itertools.starmap", "itertools.filterfalse", "itertools.accumulate"}
+)
+_KEY_CALLERS = frozenset({"sorted", "min", "max", "itertools.groupby"})
+#: Feature flags by name, wherever they are defined (`is_torch_available()`).
+_FEATURE_FLAG = re.compile(r"^is_\w+_available$")
+#: Names that run or reach code when merely referenced in a kept expression.
+_DENIED_NAMES = frozenset(
+    {
+        "exec",
+        "eval",
+        "compile",
+        "open",
+        "__import__",
+        "__builtins__",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "input",
+        "exit",
+        "quit",
+        "help",
+        "setattr",
+        "delattr",
+        "__loader__",
+        "__spec__",
+    }
+)
+#: Modules whose functions have side effects; only the listed harmless parts may be named.
+_DANGEROUS_ROOTS = frozenset(
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "shutil",
+        "socket",
+        "ctypes",
+        "cffi",
+        "pty",
+        "signal",
+        "multiprocessing",
+        "threading",
+        "asyncio",
+        "urllib",
+        "http",
+        "requests",
+        "builtins",
+        "importlib",
+        "pickle",
+        "marshal",
+        "runpy",
+        "code",
+        "webbrowser",
+        "tempfile",
+        "resource",
+        "gc",
+    }
+)
+_SAFE_REFERENCES = (
+    "os.path",
+    "os.environ",
+    "os.getenv",
+    "os.sep",
+    "os.pathsep",
+    "os.linesep",
+    "os.name",
+    "os.curdir",
+    "os.pardir",
+    "os.extsep",
+    "sys.version_info",
+    "sys.version",
+    "sys.platform",
+    "sys.maxsize",
+    "sys.byteorder",
+    "sys.float_info",
+    "sys.int_info",
+    "importlib.util.find_spec",
+    "importlib.metadata.version",
+)
+#: Dunder attributes that only read a fact; any other (`__subclasses__`, `__globals__`)
+#: reaches into the interpreter.
+_SAFE_DUNDERS = frozenset({"__version__", "__name__", "__file__", "__doc__", "__qualname__"})
 _DATA_BASES = frozenset({"NamedTuple", "Enum", "IntEnum", "TypedDict", "BaseModel"})
 #: Methods that only read or copy the value they are called on (`MAP.items()`).
 _SAFE_METHODS = frozenset(
@@ -137,8 +251,20 @@ _SAFE_METHODS = frozenset(
         "endswith",
         "index",
         "count",
+        # pathlib: `Path(__file__).resolve().parent`
+        "resolve",
+        "absolute",
+        "joinpath",
+        "with_suffix",
+        "with_name",
+        "as_posix",
+        "expanduser",
     }
 )
+
+
+#: The name a dropped value's stand-in is made by (bound by the loader).
+STAND_IN = "__torchlint_unavailable__"
 
 
 @dataclass
@@ -163,6 +289,18 @@ class _Checker:
             node.name
             for node in tree.body
             if isinstance(node, ast.FunctionDef) and self._defines_only(node)
+        }
+        #: Names bound to the project's own code: local functions and classes, and names
+        #: imported from the project (relative imports). Calling one runs the user's code.
+        self.local_code = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        } | {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level
+            for alias in node.names
         }
 
     def _defines_only(self, node: ast.FunctionDef) -> bool:
@@ -191,10 +329,47 @@ class _Checker:
             func.id in _SAFE_BUILTINS or func.id in self.data_classes
         ):
             return func.id not in self.aliases or func.id in self.data_classes
+        name = dotted(func)
+        if name is not None and _FEATURE_FLAG.match(name.rsplit(".", 1)[-1]):
+            return True
         qual = qualify(func, self.aliases)
-        if qual is None:
+        if qual is None or qual in _UNSAFE_EXACT:
             return False
         return qual in _SAFE_EXACT or qual.startswith(_SAFE_PREFIXES)
+
+    def _caller(self, func: ast.AST) -> str | None:
+        if isinstance(func, ast.Name) and func.id not in self.aliases:
+            return func.id
+        return qualify(func, self.aliases)
+
+    def arguments_of_call_ok(self, node: ast.Call) -> bool:
+        """A function given to a call that calls it (`map(f, xs)`) must not be user code."""
+        caller = self._caller(node.func)
+        called: list[ast.expr] = []
+        if caller in _CALLERS and node.args:
+            called.append(node.args[0])
+        if caller in _KEY_CALLERS:
+            called.extend(k.value for k in node.keywords if k.arg == "key")
+            if caller == "itertools.groupby" and len(node.args) > 1:
+                called.append(node.args[1])
+        if caller in ("getattr", "hasattr") and not (
+            len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and not _is_dunder(node.args[1].value)
+        ):
+            return False
+        rest = [a for a in node.args if a not in called]
+        rest += [k.value for k in node.keywords if k.value not in called]
+        return all(self.callable_ok(c) for c in called) and all(self.expr_ok(a) for a in rest)
+
+    def callable_ok(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant) and node.value is None:
+            return True
+        if isinstance(node, ast.Lambda):
+            return self.expr_ok(node)
+        name = dotted(node)
+        return name is not None and self.reference_ok(node, name, passed=True)
 
     def is_nn_call(self, node: ast.AST) -> bool:
         if not isinstance(node, ast.Call):
@@ -203,34 +378,86 @@ class _Checker:
         last = qual.rsplit(".", 1)[-1]
         return qual.startswith("torch.nn.") and last[:1].isupper()
 
+    def reference_ok(self, node: ast.AST, name: str, passed: bool) -> bool:
+        """Whether naming `name` (`os.path.sep`, `CONFIG`) in a kept expression is harmless.
+
+        `passed`: the name is given to a call that calls it (`map(NAME, ...)`).
+        """
+        head, *attributes = name.split(".")
+        if any(_is_dunder(a) and a not in _SAFE_DUNDERS for a in attributes):
+            return False
+        if head in self.aliases:
+            qual = qualify(node, self.aliases) or name
+            if qual.split(".")[0] in _DANGEROUS_ROOTS:
+                return any(qual == r or qual.startswith(r + ".") for r in _SAFE_REFERENCES)
+            return not (passed and head in self.local_code)
+        if head in _DENIED_NAMES:
+            return False
+        return not (passed and head in self.local_code)
+
     def expr_ok(self, node: ast.AST | None) -> bool:
         if node is None:
             return True
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = dotted(node)
+            if name is not None:
+                return self.reference_ok(node, name, passed=False)
+            assert isinstance(node, ast.Attribute)
+            if _is_dunder(node.attr) and node.attr not in _SAFE_DUNDERS:
+                return False
+            return self.expr_ok(node.value)
         if isinstance(node, ast.Lambda):
-            return True  # the body runs only when called
+            # A lambda given to `map` or `sorted` runs now: its body must be harmless too.
+            return self.arguments_ok(node.args) and self.expr_ok(node.body)
         if isinstance(node, ast.Call):
             if not self.call_ok(node.func):
                 return False
-            if isinstance(node.func, ast.Attribute) and not self.expr_ok(node.func.value):
+            if isinstance(node.func, ast.Attribute) and not self._receiver_ok(node.func.value):
                 return False
-            return all(self.expr_ok(a) for a in node.args) and all(
-                self.expr_ok(k.value) for k in node.keywords
-            )
+            return self.arguments_of_call_ok(node)
         if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return False
         return all(self.expr_ok(child) for child in ast.iter_child_nodes(node))
 
-    def decorators_ok(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        for deco in node.decorator_list:
-            target = deco.func if isinstance(deco, ast.Call) else deco
-            if qualify(target, self.aliases) is None:
+    def _receiver_ok(self, receiver: ast.expr) -> bool:
+        name = dotted(receiver)
+        if name is not None and name.split(".")[0] in self.aliases:
+            return True  # `importlib.util.find_spec`: the whole name was allowed by call_ok
+        return self.expr_ok(receiver)
+
+    def arguments_ok(self, arguments: ast.arguments) -> bool:
+        defaults = [*arguments.defaults, *arguments.kw_defaults]
+        return all(self.expr_ok(d) for d in defaults if d is not None)
+
+    def from_library(self, node: ast.AST) -> bool:
+        """Whether a decorator or metaclass is imported code (not the project's own)."""
+        target = node.func if isinstance(node, ast.Call) else node
+        name = dotted(target)
+        if name is None:
+            return False
+        head = name.split(".")[0]
+        if head in self.aliases:
+            if not self.reference_ok(target, name, passed=False):
                 return False
-            if isinstance(deco, ast.Call) and not (
-                all(self.expr_ok(a) for a in deco.args)
-                and all(self.expr_ok(k.value) for k in deco.keywords)
-            ):
-                return False
+        elif not (
+            (head in _SAFE_DECORATORS and head not in self.local_code)
+            or (len(name.split(".")) == 2 and name.split(".")[1] in _PROPERTY_PARTS)
+        ):
+            return False
+        if isinstance(node, ast.Call):
+            return all(self.expr_ok(a) for a in node.args) and all(
+                self.expr_ok(k.value) for k in node.keywords
+            )
         return True
+
+
+_SAFE_DECORATORS = frozenset({"property", "staticmethod", "classmethod"})
+#: `@value.setter` on a property defined just above.
+_PROPERTY_PARTS = frozenset({"setter", "getter", "deleter"})
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 def _is_data_class(node: ast.ClassDef) -> bool:
@@ -275,22 +502,32 @@ def _keep(node: ast.stmt, checker: _Checker, top: bool) -> tuple[ast.stmt, str] 
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return node, "import"
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if not checker.decorators_ok(node):
-            return None
-        return node, "def"
+        return _defused_def(node, checker), "def"
     if isinstance(node, ast.ClassDef):
-        if not checker.decorators_ok(node) or not all(checker.expr_ok(b) for b in node.bases):
+        if not all(checker.expr_ok(b) for b in node.bases):
             return None
         clone = copy.copy(node)
-        clone.body = _block(node.body, checker, node)
+        clone.decorator_list = [d for d in node.decorator_list if checker.from_library(d)]
+        clone.keywords = [k for k in node.keywords if _keyword_ok(k, checker)]
+        body = [
+            s
+            for s in node.body
+            if not (isinstance(s, ast.FunctionDef) and s.name == "__init_subclass__")
+        ]
+        clone.body = _block(body, checker, node)
         return clone, "class"
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         value = node.value
-        if value is not None and checker.is_nn_call(value) and checker.expr_ok(value):
-            return node, "nn"
-        if checker.expr_ok(value):
-            return node, "assign"
-        return None
+        if all(checker.expr_ok(t) for t in targets) and checker.expr_ok(value):
+            kept = node
+            if isinstance(node, ast.AnnAssign):
+                kept = copy.copy(node)
+                kept.annotation = _as_string(node.annotation)
+            if value is not None and checker.is_nn_call(value):
+                return kept, "nn"
+            return kept, "assign"
+        return _stand_ins(node, targets)
     if isinstance(node, ast.Expr):
         if isinstance(node.value, ast.Constant):
             return node, "doc"
@@ -309,14 +546,116 @@ def _keep(node: ast.stmt, checker: _Checker, top: bool) -> tuple[ast.stmt, str] 
         clone.body = _block(node.body, checker, node)  # type: ignore[attr-defined]
         handlers = []
         for handler in node.handlers:  # type: ignore[attr-defined]
+            if not checker.expr_ok(handler.type):
+                continue
             h = copy.copy(handler)
             h.body = _block(handler.body, checker, handler)
             handlers.append(h)
+        if not handlers and not getattr(node, "finalbody", None):
+            return None
         clone.handlers = handlers  # type: ignore[attr-defined]
         clone.orelse = _block(node.orelse, checker, node) if node.orelse else []  # type: ignore[attr-defined]
         clone.finalbody = _block(node.finalbody, checker, node) if node.finalbody else []  # type: ignore[attr-defined]
         return clone, "try"
     return None
+
+
+def _defused_def(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, checker: _Checker
+) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """The definition with nothing evaluated at `def` time that could run user code."""
+    clone = copy.copy(node)
+    clone.decorator_list = [d for d in node.decorator_list if checker.from_library(d)]
+    arguments = copy.copy(node.args)
+    parameters = [*arguments.posonlyargs, *arguments.args]
+    first_default = len(parameters) - len(arguments.defaults)
+    arguments.defaults = [
+        _default(d, parameters[first_default + i].arg, checker)
+        for i, d in enumerate(arguments.defaults)
+    ]
+    arguments.kw_defaults = [
+        None if d is None else _default(d, arguments.kwonlyargs[i].arg, checker)
+        for i, d in enumerate(arguments.kw_defaults)
+    ]
+    for parameter in (
+        *arguments.posonlyargs,
+        *arguments.args,
+        *arguments.kwonlyargs,
+        arguments.vararg,
+        arguments.kwarg,
+    ):
+        if parameter is not None and parameter.annotation is not None:
+            parameter.annotation = _as_string(parameter.annotation)
+    if clone.returns is not None:
+        clone.returns = _as_string(clone.returns)
+    clone.args = arguments
+    return clone
+
+
+def _default(value: ast.expr, parameter: str, checker: _Checker) -> ast.expr:
+    if checker.expr_ok(value):
+        return value
+    return _stand_in_call(f"the default of {parameter}", value)
+
+
+def _keyword_ok(keyword: ast.keyword, checker: _Checker) -> bool:
+    if keyword.arg == "metaclass":
+        return checker.from_library(keyword.value)
+    return keyword.arg is not None and checker.expr_ok(keyword.value)
+
+
+def _stand_in_call(what: str, where: ast.AST) -> ast.expr:
+    call = ast.Call(
+        func=ast.Name(id=STAND_IN, ctx=ast.Load()),
+        args=[ast.Constant(what), ast.Constant(getattr(where, "lineno", 0))],
+        keywords=[],
+    )
+    return ast.fix_missing_locations(ast.copy_location(call, where))
+
+
+def _stand_ins(
+    node: ast.Assign | ast.AnnAssign | ast.AugAssign, targets: list[ast.expr]
+) -> tuple[ast.stmt, str] | None:
+    """`NAME = <not run>` becomes `NAME = <stand-in>`, so the name exists but fails if used."""
+    if isinstance(node, ast.AugAssign):
+        return None
+    names = [
+        n.id
+        for target in targets
+        for n in ast.walk(target)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    ]
+    if not names or not all(isinstance(t, (ast.Name, ast.Tuple, ast.List)) for t in targets):
+        return None
+    # A name bound before (`X = 1`, then `X = compute(X)`) keeps its earlier value.
+    statements: list[ast.stmt] = [
+        ast.Try(
+            body=[ast.Expr(ast.Name(id=name, ctx=ast.Load()))],
+            handlers=[
+                ast.ExceptHandler(
+                    type=ast.Name(id="NameError", ctx=ast.Load()),
+                    body=[
+                        ast.Assign(
+                            targets=[ast.Name(id=name, ctx=ast.Store())],
+                            value=_stand_in_call(name, node),
+                        )
+                    ],
+                )
+            ],
+            orelse=[],
+            finalbody=[],
+        )
+        for name in names
+    ]
+    block = ast.If(test=ast.Constant(True), body=statements, orelse=[])
+    return ast.fix_missing_locations(ast.copy_location(block, node)), "unavailable"
+
+
+def _as_string(annotation: ast.expr) -> ast.expr:
+    """An annotation as a string: kept for dataclasses and NamedTuples, never evaluated."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return annotation
+    return ast.copy_location(ast.Constant(ast.unparse(annotation)), annotation)
 
 
 def _block(body: list[ast.stmt], checker: _Checker, owner: ast.AST) -> list[ast.stmt]:

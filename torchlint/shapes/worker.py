@@ -5,12 +5,19 @@ event on stdout: `{"event": "ready", ...}` once warm, then `{"event": "file", ..
 
 The worker imports torch once, warms the lazily imported machinery (fx, fake tensors,
 symbolic shapes, sympy) by checking a small built-in model, calls `gc.freeze()`, and then
-forks one child per file. A child runs under `signal.alarm` and a memory limit; a timeout,
-crash or hang becomes a TL690 finding for that file and the run goes on.
+forks one child per file. Before any user code runs it installs the sandbox (`sandbox`: an
+audit hook refusing processes, network, writes and native code); each child also runs under
+OS limits and `signal.alarm`, and is killed from this side when late. A timeout, crash,
+hang or refused side effect becomes a TL690 finding for that file and the run goes on.
+
+Events: `ready` once warm, then `load` before importing a job's module here (preloading)
+and `start` before forking its child, so that the client can tell which file was at
+fault if this process dies or hangs, and restart without it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -18,10 +25,13 @@ import math
 import os
 import resource
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 _started = time.perf_counter()
@@ -32,6 +42,7 @@ from torchlint.shapes import compat  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
 from torchlint.shapes.loader import Project  # noqa: E402
+from torchlint.shapes.sandbox import Blocked, die_with_parent, install, limit_child  # noqa: E402
 
 MEMORY_MB = int(os.environ.get("TORCHLINT_SHAPES_MEMORY_MB", "4096"))
 _GRACE = 5.0
@@ -91,18 +102,6 @@ def _cpu_only() -> None:
         mps.is_available = compat.stand_in(mps.is_available, lambda: False)
 
 
-def _no_network() -> None:
-    """A constructor that downloads weights fails at once instead of hanging the check."""
-    import socket
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise OSError("network access is disabled during shape checks")
-
-    socket.getaddrinfo = refuse  # type: ignore[assignment]
-    socket.create_connection = refuse  # type: ignore[assignment]
-    socket.socket.connect = refuse  # type: ignore[method-assign]
-
-
 def warm() -> None:
     """Check a small model in-process so every lazy import happens before forking."""
     job = {
@@ -156,18 +155,22 @@ def check_job(
     return result
 
 
-def preload(project: Project, jobs: list[dict[str, Any]], timeout: float) -> None:
+def preload(
+    project: Project, jobs: list[dict[str, Any]], timeout: float, emit: Callable[..., None]
+) -> None:
     """Import the jobs' modules (sliced) once, before forking, so children share them.
 
     A project package is usually imported by every one of its files; importing it in each
     child again would repeat the work per file. A module that fails or takes too long here
-    is left for its child, which reports it.
+    is left for its child, which reports it. One that stops or hangs this process is found
+    by the client (the last `load` event) and left out when it restarts the worker.
     """
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     limits = resource.getrlimit(resource.RLIMIT_AS)
     _limit_memory()
     try:
         for job in jobs:
+            emit("load", job["abspath"])
             signal.alarm(max(1, math.ceil(timeout)))
             try:
                 project.load(job["abspath"], job["module"])
@@ -190,35 +193,58 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise _Timeout()
 
 
-def _limit_memory() -> None:
+def _memory_limit() -> int | None:
+    """This process's size plus the allowance, as an address-space limit in bytes."""
     try:
         with open("/proc/self/status") as status:
             vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
-        limit = vm * 1024 + MEMORY_MB * 1024 * 1024
-        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     except (OSError, ValueError, StopIteration):
-        pass
+        return None
+    return vm * 1024 + MEMORY_MB * 1024 * 1024
+
+
+def _limit_memory() -> None:
+    limit = _memory_limit()
+    if limit is None:
+        return
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in text or "bad_alloc" in text or "out of memory" in text
+    )
 
 
 def _child(job: dict[str, Any], project: Project, timeout: float, out: int) -> None:
     # A check allocates many short-lived objects and lives for a fraction of a second: the
     # cycle collector would only cost time (and touch the parent's shared pages).
     gc.disable()
+    limit_child(timeout, _memory_limit())
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(max(1, math.ceil(timeout)))
-    _limit_memory()
     try:
         result = check_job(job, project, timeout)
     except _Timeout:
         result = {"error": f"timed out after {timeout:g} s"}
-    except MemoryError:
-        result = {"error": f"ran out of memory (limit {MEMORY_MB} MB)"}
+    except Blocked as exc:
+        result = {"error": f"Blocked: {exc}"}
     except BaseException as exc:
-        result = {"error": compat.explain(f"worker error: {type(exc).__name__}: {exc}"[:300])}
+        if _out_of_memory(exc):
+            result = {"error": f"ran out of memory (limit {MEMORY_MB} MB)"}
+        else:
+            result = {"error": compat.explain(f"worker error: {type(exc).__name__}: {exc}"[:300])}
     signal.alarm(0)
+    result = {**result, "findings": [_memory_finding(f) for f in result.get("findings", [])]}
+    if not result["findings"]:
+        del result["findings"]
     try:
         data = json.dumps(result, default=str).encode()
     except (TypeError, ValueError) as exc:
@@ -227,6 +253,14 @@ def _child(job: dict[str, Any], project: Project, timeout: float, out: int) -> N
     while view:
         written = os.write(out, view)
         view = view[written:]
+
+
+def _memory_finding(finding: dict[str, Any]) -> dict[str, Any]:
+    """A model that failed on an allocation ran out of memory; say so in its reason."""
+    error = finding.get("message") or ""
+    if finding.get("code") == "TL690" and ("MemoryError" in error or "allocate memory" in error):
+        return {**finding, "message": f"{error} (ran out of memory: limit {MEMORY_MB} MB)"}
+    return finding
 
 
 def run_in_child(job: dict[str, Any], project: Project, timeout: float) -> dict[str, Any]:
@@ -243,6 +277,7 @@ def run_in_child(job: dict[str, Any], project: Project, timeout: float) -> dict[
             os._exit(code)
     os.close(write_end)
     chunks: list[bytes] = []
+    # A hard deadline from this side: a check that swallows its alarm is killed all the same.
     deadline = time.monotonic() + timeout + _GRACE
     finished = False
     while True:
@@ -259,7 +294,8 @@ def run_in_child(job: dict[str, Any], project: Project, timeout: float) -> dict[
         chunks.append(chunk)
     os.close(read_end)
     if not finished:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     if not finished:
         return {"error": f"timed out after {timeout:g} s"}
@@ -271,32 +307,43 @@ def run_in_child(job: dict[str, Any], project: Project, timeout: float) -> dict[
 
 def _crash(status: int) -> dict[str, Any]:
     if os.WIFSIGNALED(status):
-        return {"error": f"the check crashed (signal {os.WTERMSIG(status)})"}
-    return {"error": f"the check crashed (exit status {os.WEXITSTATUS(status)})"}
+        signum = os.WTERMSIG(status)
+        if signum in (signal.SIGXCPU, signal.SIGKILL):
+            return {"error": f"the check was killed (signal {signum}: CPU time limit)"}
+        return {"error": f"the check crashed (signal {signum})"}
+    return {"error": f"the check stopped its process (exit status {os.WEXITSTATUS(status)})"}
 
 
 def main() -> None:
+    die_with_parent()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # user code that prints must not corrupt the protocol
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     request = json.loads(sys.stdin.read())
     timeout = float(request.get("timeout", 20.0))
+
+    def emit(event: str, abspath: str | None = None, **fields: Any) -> None:
+        message = {"event": event, **({"abspath": abspath} if abspath else {}), **fields}
+        protocol.write(json.dumps(message, default=str) + "\n")
+
     _quiet()
     if request.get("warm", True):  # a single file gains nothing from warming up first
         warm()
     compat.load_internals()
-    _no_network()
     _cpu_only()
+    private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
+    install(private, engine=[run_in_child, preload, _limit_memory])
+    emit("ready", seconds=time.perf_counter() - _started)
     project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))
     project.files.update(request["texts"])
     project.install()
     install_site_hook(project.files)
-    preload(project, request["jobs"], timeout)
+    preload(project, request["jobs"], timeout, emit)
     gc.collect()
     gc.freeze()
-    protocol.write(json.dumps({"event": "ready", "seconds": time.perf_counter() - _started}) + "\n")
     for job in request["jobs"]:
+        emit("start", job["abspath"])
         began = time.perf_counter()
         result = run_in_child(job, project, timeout)
         result.update(
@@ -304,6 +351,8 @@ def main() -> None:
         )
         protocol.write(json.dumps(result, default=str) + "\n")
     protocol.flush()
+    if not request.get("private"):
+        shutil.rmtree(private, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,181 @@
+"""The slicer: what importing a user's file through it runs, and what it keeps.
+
+The first layer of the shape worker's sandbox (`torchlint.shapes.slicing`): each way around
+it that was found (defaults, annotations, decorators, metaclasses, `map(os.system, ...)`)
+must not run, and the harmless module-level values real model files need must be kept.
+These tests import through the slicer in this process, without the audit hook, so a side
+effect that got through would leave its marker file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchlint.shapes.loader import Project, Unavailable
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = ROOT / "fixtures" / "hostile"
+
+
+def load(tmp_path: Path, name: str, source: str):
+    """Import `source` as module `name` through the slicer; returns (module, project)."""
+    (tmp_path / f"{name}.py").write_text(source)
+    project = Project([str(tmp_path)], {}, contextlib.nullcontext)
+    sys.meta_path.insert(0, project)
+    try:
+        return project.load(str(tmp_path / f"{name}.py"), name), project
+    finally:
+        sys.meta_path.remove(project)
+        sys.modules.pop(name, None)
+
+
+def hostile(name: str, marker: Path) -> str:
+    marker.mkdir(exist_ok=True)
+    text = (HOSTILE / name).read_text()
+    return text.replace("MARKER", str(marker)).replace("PORT", "1")
+
+
+def test_no_bypass_runs_while_importing(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    marker = tmp_path / "markers"
+    module, project = load(tmp_path, "bypasses_mod", hostile("bypasses.py", marker))
+    assert list(marker.iterdir()) == []
+    # The model is still there, and so are the definitions around it.
+    assert module.Net.__name__ == "Net"
+    assert callable(module.default) and callable(module.decorated)
+    assert isinstance(module.MAPPED, Unavailable)
+    assert project.notes[str(tmp_path / "bypasses_mod.py")] == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(a=os.system(CMD)):\n    return a\n",
+        "x: os.system(CMD) = 1\n",
+        "def f(a: os.system(CMD)) -> os.system(CMD):\n    return a\n",
+        "def deco(fn):\n    os.system(CMD)\n    return fn\n\n@deco\ndef f():\n    pass\n",
+        "X = list(map(os.system, [CMD]))\n",
+        "X = sorted([CMD], key=os.system)\n",
+        "X = functools.reduce(lambda a, b: os.system(CMD), [1, 2])\n",
+        "X = operator.call(os.system, CMD)\n",
+        "X = list(map(lambda c: os.system(c), [CMD]))\n",
+        "def run(c):\n    os.system(c)\n\nX = list(map(run, [CMD]))\n",
+        "X = list(map(getattr(os, 'system'), [CMD]))\n",
+        "T = {}\nT[os.system(CMD)] = 1\n",
+        "class M(type):\n    def __new__(m, n, b, d):\n        os.system(CMD)\n"
+        "        return type.__new__(m, n, b, d)\n\nclass A(metaclass=M):\n    pass\n",
+        "class B:\n    def __init_subclass__(cls, **kw):\n        os.system(CMD)\n\n"
+        "class C(B):\n    pass\n",
+        "class D(flag=os.system(CMD)):\n    pass\n",
+        "class E:\n    def method(self, a=os.system(CMD)):\n        pass\n",
+        "X = [c for c in [CMD] if os.system(c)]\n",
+        "X = f'{os.system(CMD)}'\n",
+        "X = (lambda a=os.system(CMD): a)\n",
+        "X = __builtins__['exec']('import os; os.system(CMD)')\n",
+    ],
+)
+def test_side_effect_does_not_run(tmp_path: Path, source: str) -> None:
+    marker = tmp_path / "ran"
+    prelude = f"import functools\nimport operator\nimport os\n\nCMD = 'touch {marker}'\n\n"
+    load(tmp_path, "case", prelude + source)
+    assert not marker.exists()
+
+
+KEPT = """
+import importlib.util
+import logging
+import os
+import sys
+from collections import namedtuple
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import NamedTuple, Optional, TypeVar
+
+from packaging import version
+
+logger = logging.getLogger(__name__)
+HERE = Path(__file__).resolve().parent
+ROOT = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.environ.get("TORCHLINT_TEST_UNSET", "cache")
+NEW = version.parse("2.1.0") >= version.parse("2.0")
+PY3 = sys.version_info >= (3,)
+HAS_MISSING = importlib.util.find_spec("surely_not_installed_pkg") is not None
+T = TypeVar("T")
+Point = namedtuple("Point", "x y")
+BASE = 16
+HIDDEN = BASE * 4
+ORDER = sorted([3, 1, 2], key=lambda d: -d)
+Joined = partial(max, 0)
+
+
+def is_flash_available():
+    return False
+
+
+FLASH = is_flash_available()
+
+
+class Pair(NamedTuple):
+    a: int
+    b: Optional[int] = None
+
+
+@dataclass
+class Config:
+    dim: int = HIDDEN
+    layers: list = field(default_factory=list)
+
+    @property
+    def double(self) -> int:
+        return self.dim * 2
+
+    @double.setter
+    def double(self, value: int) -> None:
+        self.dim = value // 2
+
+
+DEFAULT = Config()
+WEIRD = load_from_disk("weights.bin")
+"""
+
+
+def test_harmless_module_values_are_kept(tmp_path: Path) -> None:
+    module, _ = load(tmp_path, "kept", KEPT)
+    assert module.logger.name == "kept"
+    assert tmp_path == module.HERE
+    assert str(tmp_path) == module.ROOT
+    assert module.CACHE == "cache"
+    assert module.NEW is True and module.PY3 is True and module.HAS_MISSING is False
+    assert module.FLASH is False
+    assert module.T.__name__ == "T"
+    assert module.Point(1, 2).y == 2
+    assert module.Pair(1).b is None
+    assert module.HIDDEN == 64 and module.ORDER == [3, 2, 1]
+    assert module.DEFAULT.double == 128
+    assert module.Config.__dataclass_fields__["dim"].type == "int"  # a string, not evaluated
+
+
+def test_value_that_is_not_computed_fails_only_when_used(tmp_path: Path) -> None:
+    source = KEPT + "\n\ndef uses():\n    return WEIRD.shape\n\n\ndef ignores():\n    return 1\n"
+    module, _ = load(tmp_path, "standin", source)
+    assert module.ignores() == 1
+    with pytest.raises(NameError, match=r"WEIRD \(line \d+\) is not available"):
+        module.uses()
+
+
+def test_earlier_value_survives_a_dropped_rebinding(tmp_path: Path) -> None:
+    module, _ = load(tmp_path, "rebind", "SIZE = 8\nSIZE = compute(SIZE)\n")
+    assert module.SIZE == 8
+
+
+def test_value_that_fails_to_compute_fails_only_when_used(tmp_path: Path) -> None:
+    source = "HAS = 'x' in dir(int)\nTABLE = dict(a=1 if HAS else 2, b=1 // 0)\n"
+    module, _ = load(tmp_path, "fails", source)
+    assert module.HAS is False
+    with pytest.raises(NameError, match=r"TABLE \(line 2\) is not available"):
+        module.TABLE.get("a")
