@@ -201,8 +201,14 @@ def _shape_diagnostics(
                 " install torch, or use --no-shapes"
             )
         return []
+    # Scripts without a model of their own are evidence for the models they import: a
+    # dataset or a literal test tensor used with them says what their input is.
+    chosen = {id(t) for t in candidates}
+    evidence = [t for t in tasks if id(t) not in chosen and b"torch" in t.data]
     torch_version = importlib.metadata.version("torch")
-    run_digest = hashlib.sha256(b"".join(t.key.encode() + t.data for t in candidates)).hexdigest()
+    run_digest = hashlib.sha256(
+        b"".join(t.key.encode() + t.data for t in [*candidates, *evidence])
+    ).hexdigest()
     keys = {
         t.display: cache_key(t.data, t.settings.enabled, torch_version, run_digest)
         for t in candidates
@@ -212,7 +218,7 @@ def _shape_diagnostics(
         if all(h is not None for h in hits):
             return [d for h in hits for d in h or []]
     sources: dict[str, str] = {}
-    for task in candidates:
+    for task in [*candidates, *evidence]:
         text = python_source(task.display, task.data)
         if text is not None:
             sources[task.display] = text

@@ -13,7 +13,7 @@ import os
 from collections.abc import Collection
 from typing import Any
 
-from torchlint.diagnostic import Diagnostic, Severity
+from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
 
 __all__ = ["check_files", "torch_available"]
 
@@ -153,4 +153,16 @@ def _diagnostic(item: dict[str, Any], message: str, display: dict[str, str]) -> 
         name=name,
         message=message,
         severity=severity,
+        fix=_fix(item),
     )
+
+
+def _fix(item: dict[str, Any]) -> Fix | None:
+    """The unsafe fix a finding offers (a corrected layer size), if its edits are in its file."""
+    fix = item.get("fix")
+    if not fix or any(edit["path"] != item["path"] for edit in fix["edits"]):
+        return None
+    edits = tuple(
+        Edit(e["line"], e["col"], e["end_line"], e["end_col"], e["content"]) for e in fix["edits"]
+    )
+    return Fix(fix["message"], edits, safe=False)

@@ -225,7 +225,7 @@ class FileChecker:
             return analysis_graph[0]
 
         def ctx_for(plan: InputPlan, result: PlanResult) -> F.Context:
-            return F.Context(label, plan, result.names, self.sources, where, prefix)
+            return F.Context(label, plan, result.names, self.sources, where, prefix, result.hints)
 
         # With several candidate shapes (the input's rank was guessed), a model is clean if
         # one candidate passes as is. A definite failure is reported when every candidate that
@@ -266,7 +266,7 @@ class FileChecker:
         self, result: PlanResult, plan: InputPlan, label: str, where: tuple[str, int], prefix: str
     ) -> None:
         for failure, condition, squares, names in result.constraints:
-            ctx = F.Context(label, plan, names, self.sources, where, prefix)
+            ctx = F.Context(label, plan, names, self.sources, where, prefix, result.hints)
             self.findings.append(F.constraint(failure, condition, squares, ctx))
 
     def _plans(
