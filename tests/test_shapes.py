@@ -226,3 +226,57 @@ def test_package_import_does_not_import_torch() -> None:
 
 def test_files_without_modules_start_no_worker() -> None:
     assert check_files([("plain.py", "import torch\nx = torch.zeros(3)\n")]) == {}
+
+
+MNIST_PROJECT = {
+    "model.py": """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3)
+        self.conv2 = nn.Conv2d(32, 32, 3)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(32 * 7 * 7, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        return self.fc2(F.relu(self.fc1(torch.flatten(x, 1))))
+""",
+    "train.py": """
+import torch
+from torchvision import datasets, transforms
+
+from model import Net
+
+data = datasets.MNIST("data", download=True, transform=transforms.ToTensor())
+net = Net()
+for images, labels in torch.utils.data.DataLoader(data, batch_size=64):
+    net(images)
+""",
+}
+
+
+def test_a_training_script_is_evidence_and_the_fix_is_written(tmp_path: Path) -> None:
+    """The run lints the script too (it defines no model): its MNIST data makes the
+    mismatch definite, and `--fix --unsafe-fixes` writes the corrected size."""
+    from torchlint.config import Overrides
+    from torchlint.runner import RunOptions, run
+
+    for name, text in MNIST_PROJECT.items():
+        (tmp_path / name).write_text(text)
+    overrides = Overrides(shapes="on")
+    found = run([tmp_path], overrides, RunOptions(use_cache=False)).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 13, "TL601")]
+    assert "for MNIST images [N, 1, 28, 28] used at train.py:7" in found[0].message
+    assert found[0].message.endswith("write nn.Linear(32 * 5 * 5, 128)")
+    fixing = RunOptions(use_cache=False, fix_mode="fix", unsafe_fixes=True)
+    result = run([tmp_path], overrides, fixing)
+    assert result.fixed == 1 and not result.diagnostics
+    assert "nn.Linear(32 * 5 * 5, 128)" in (tmp_path / "model.py").read_text()

@@ -6,6 +6,7 @@ torch is importable and they are enabled.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.metadata
 import multiprocessing
@@ -21,7 +22,7 @@ from torchlint.diagnostic import Diagnostic
 from torchlint.discovery import discover
 from torchlint.engine import SYNTAX_ERROR, file_error
 from torchlint.errors import TorchlintError
-from torchlint.fixing import FileChangedError, applicable, write_atomically
+from torchlint.fixing import FileChangedError, applicable, apply_edits, write_atomically
 from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_source
 from torchlint.noqa import apply_suppressions
 
@@ -102,7 +103,10 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
     if options.fix_mode:
         found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
     result.diagnostics.extend(found_diagnostics)
-    result.diagnostics.extend(_shape_diagnostics(tasks, cache, overrides))
+    shape_diagnostics = _shape_diagnostics(tasks, cache, overrides)
+    if options.fix_mode and options.unsafe_fixes:
+        shape_diagnostics = _fix_shapes(tasks, shape_diagnostics, options, result)
+    result.diagnostics.extend(shape_diagnostics)
     cache.save()
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
@@ -237,6 +241,53 @@ def _shape_diagnostics(
             cache.put("shapes:" + task.display, keys[task.display], kept)
         diagnostics.extend(kept)
     return diagnostics
+
+
+def _fix_shapes(
+    tasks: list[_Task], diagnostics: list[Diagnostic], options: RunOptions, result: RunResult
+) -> list[Diagnostic]:
+    """Write the unsafe fixes of shape findings (corrected layer sizes): one pass per file,
+    on files the source fixes left as they were read."""
+    by_display = {t.display: t for t in tasks}
+    grouped: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        grouped.setdefault(diagnostic.path, []).append(diagnostic)
+    remaining: list[Diagnostic] = []
+    for display, found in grouped.items():
+        task = by_display.get(display)
+        if task is None or task.path is None or not display.endswith(".py"):
+            remaining.extend(found)
+            continue
+        try:
+            original = task.data.decode("utf-8")
+        except UnicodeDecodeError:
+            remaining.extend(found)
+            continue
+        fixed, count = apply_edits(original, found, unsafe=True)
+        if count == 0 or fixed == original:
+            remaining.extend(found)
+            continue
+        if options.fix_mode == "diff":
+            result.fixed_text.append(
+                "".join(
+                    difflib.unified_diff(
+                        original.splitlines(keepends=True),
+                        fixed.splitlines(keepends=True),
+                        fromfile=display,
+                        tofile=display,
+                    )
+                )
+            )
+        else:
+            try:
+                write_atomically(task.path, fixed.encode("utf-8"), task.data)
+            except (FileChangedError, OSError) as exc:
+                result.warnings.append(f"{display}: shape fixes not written: {exc}")
+                remaining.extend(found)
+                continue
+        result.fixed += count
+        remaining.extend(d for d in found if not applicable(d, True))
+    return remaining
 
 
 def _fix_all(
