@@ -99,6 +99,7 @@ def check_files(
     if tables is not None and len(jobs) == 1:
         request["warm"] = False  # one file: warming up first only adds its own time
     results, worker = run_worker(request, timeout)
+    _settle_pending(results)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()
     for info in infos:
@@ -134,6 +135,33 @@ def check_files(
     for diagnostics in out.values():
         diagnostics.sort(key=Diagnostic.sort_key)
     return out
+
+
+def _settle_pending(results: dict[str, dict[str, Any]]) -> None:
+    """TL690 for the classes no checked model built, in any file of the run.
+
+    A file's worker leaves aside the classes it could not build on their own (a block that
+    needs arguments); a model of another file may have built, and so checked, them.
+    """
+    covered: set[str] = set()
+    for result in results.values():
+        covered.update(result.get("covered", ()))
+    for path, result in results.items():
+        for item in result.get("pending", ()):
+            if f"{path}::{item['name']}" in covered:
+                continue
+            message = f"shape check of {item['name']} skipped: {item['reason']}"
+            result.setdefault("findings", []).append(
+                {
+                    "code": _SKIPPED,
+                    "path": path,
+                    "line": item["line"],
+                    "col": 1,
+                    "end_line": item["line"],
+                    "end_col": 1,
+                    "message": message,
+                }
+            )
 
 
 def _diagnostic(item: dict[str, Any], message: str, display: dict[str, str]) -> Diagnostic:

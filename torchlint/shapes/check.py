@@ -20,7 +20,14 @@ from torch import fx, nn
 from torch.utils._sympy import functions as tf
 
 from torchlint.shapes import findings as F
-from torchlint.shapes.build import NeedsArguments, build, constructor_arguments, site_of
+from torchlint.shapes.build import (
+    NeedsArguments,
+    build,
+    builder_arguments,
+    call_builder,
+    constructor_arguments,
+    site_of,
+)
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
     InputPlan,
@@ -43,6 +50,8 @@ from torchlint.shapes.propagate import (
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
+#: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
+_MAX_BUILDERS = 2
 #: Models with more modules than this get no TL606 analysis after passing at a usual size.
 _HARVEST_MODULES = 48
 
@@ -86,6 +95,8 @@ class FileChecker:
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
         self.covered: set[type] = set()
+        #: Classes not checked on their own, unless a model of another file builds them.
+        self.pending: list[dict[str, Any]] = []
         self._sessions: dict[int, Session] = {}
 
     def _session(self, model: nn.Module) -> Session:
@@ -121,13 +132,18 @@ class FileChecker:
             if ctor is None and spec.get("sub_block") and not declared.get("shapes"):
                 # A building block of another model: its defaults may be a configuration
                 # nobody uses; it is checked inside the models that build it.
+                deferred.append((name, line, "it is only built by other models"))
                 continue
             try:
                 args, kwargs, _ = constructor_arguments(cls, ctor)
             except NeedsArguments as exc:
-                if not spec.get("instantiated"):
-                    # Classes built by other code are checked as part of what builds them.
-                    deferred.append((name, line, f"needs arguments: {exc}"))
+                built = self._from_builders(module, cls, spec.get("builders", []))
+                if isinstance(built, str):
+                    deferred.append((name, line, _needs_text(str(exc), spec, built)))
+                    continue
+                model, how = built
+                self.check_model(model, name, (path, line), spec, declared)
+                self.stats.models[-1]["built_by"] = how
                 continue
             try:
                 model = build(cls, args, kwargs)
@@ -145,11 +161,51 @@ class FileChecker:
                 self.check_model(value, name, (path, line), spec, {}, prefix=name)
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
+            users = job["classes"][name].get("users", [])
+            if cls not in self.covered and users:
+                # A block (`Bottleneck`) checked inside a model its module builds (`resnet50`).
+                built = self._from_builders(module, None, users)
+                if not isinstance(built, str):
+                    model, how = built
+                    model_name = type(model).__name__
+                    spec = job["classes"].get(model_name, {"evidence": [], "line": line})
+                    where = (path, spec.get("line", line))
+                    self.check_model(model, model_name, where, spec, {})
+                    self.stats.models[-1]["built_by"] = how
             if cls not in self.covered:
-                self._skip(
-                    path, line, name, reason + " (give them at a call site or in the config)"
-                )
+                # Another file's model may build it: the caller decides (see `pending`).
+                self.pending.append({"name": name, "line": line, "reason": reason})
         return self.findings
+
+    def covered_classes(self) -> list[str]:
+        """`path::name` of the user classes that some checked model of this file built."""
+        found = []
+        for cls in self.covered:
+            module = inspect.getmodule(cls)
+            file = getattr(module, "__file__", None)
+            if file in self.user_files:
+                found.append(f"{file}::{cls.__name__}")
+        return sorted(found)
+
+    def _from_builders(
+        self, module: Any, cls: type | None, names: list[str]
+    ) -> tuple[nn.Module, str] | str:
+        """The model built by one of its module's argument-free builders (`resnet18()`,
+        without weights), or why none did."""
+        reason = ""
+        for name in names[:_MAX_BUILDERS]:
+            function = getattr(module, name, None)
+            if is_stub(function):
+                continue
+            kwargs = builder_arguments(function) if function is not None else {}
+            try:
+                model = call_builder(module, name, kwargs)
+            except Exception as exc:
+                reason = f"{_call_text(name, [], kwargs)} failed: {_brief(exc)}"
+                continue
+            if type(model) is cls or (cls is None and isinstance(model, nn.Module)):
+                return model, f"{name}()"
+        return reason
 
     def _load_reason(self, path: str, default: str) -> str:
         notes = self.project.notes.get(path) or []
@@ -553,6 +609,16 @@ def _stubbed_parts(model: nn.Module, stubbed: list[str]) -> str | None:
 
 def _is_module_class(cls: Any) -> bool:
     return inspect.isclass(cls) and issubclass(cls, nn.Module) and not is_stub(cls)
+
+
+def _needs_text(missing: str, spec: dict[str, Any], builders: str) -> str:
+    """Why a class that needs constructor arguments was not built, and what to do."""
+    text = f"needs arguments: {missing}"
+    if builders:
+        text += f"; {builders}"
+    if spec.get("instantiated"):
+        text += "; its call sites pass values that are not literals"
+    return text + " (give them in [tool.torchlint.shapes], or call it with literals)"
 
 
 def _call_text(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:

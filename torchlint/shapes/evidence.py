@@ -91,10 +91,18 @@ def collect(
             "evidence": [],
             "instantiated": False,
             "sub_block": False,
+            "builders": [],
         }
         for info in infos
         for name in info.classes
     }
+    for info in infos:
+        if info.tree is not None and info.classes:
+            for name, builders in builder_functions(info.tree, set(info.classes)).items():
+                result[(info.abspath, name)]["builders"] = builders
+            for name, builders in builder_functions(info.tree, set(info.classes), True).items():
+                if not result[(info.abspath, name)]["builders"]:
+                    result[(info.abspath, name)]["users"] = builders
     for info in infos:
         if info.module_level:
             # Module-level models (`model = nn.Sequential(...)`) take the file's evidence.
@@ -242,6 +250,91 @@ def _scan_file(
             # when they contradict the model's first layer. The other classes defined here
             # only take the size, when their channels agree.
             result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def builder_functions(
+    tree: ast.Module, classes: set[str], mentioned: bool = False
+) -> dict[str, list[str]]:
+    """Per class, the module's functions that build it and need no argument, in file order.
+
+    `resnet18(*, weights=None, progress=True, **kwargs)` builds `ResNet` through
+    `_resnet(BasicBlock, [2, 2, 2, 2], weights, progress, **kwargs)`: a function counts
+    when it calls the class, or calls another function of the module that does. With
+    `mentioned`, a builder of any model counts for the classes it names (`BasicBlock`).
+    """
+    functions = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    calls = {name: _returned_calls(node) for name, node in functions.items()}
+    builds: dict[str, set[str]] = {name: calls[name] & classes for name in functions}
+    if mentioned:
+        builders = builder_functions(tree, classes)
+        names = {b for found in builders.values() for b in found}
+        return {
+            cls: [n for n in functions if n in names and cls in _names_in(functions[n])]
+            for cls in classes
+            if any(n in names and cls in _names_in(functions[n]) for n in functions)
+        }
+    changed = True
+    while changed:  # through helper chains (`resnet18` -> `_resnet` -> `ResNet`)
+        changed = False
+        for name in functions:
+            for callee in calls[name] & set(functions):
+                extra = builds[callee] - builds[name]
+                if extra:
+                    builds[name] |= extra
+                    changed = True
+    found: dict[str, list[str]] = {}
+    for name, node in functions.items():
+        if not builds[name] or not _needs_no_arguments(node):
+            continue
+        for cls in sorted(builds[name]):
+            found.setdefault(cls, []).append(name)
+    return found
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names of the functions or classes whose result the function returns.
+
+    `return ResNet(...)`, or `model = ResNet(...)` and later `return model`; a function that
+    returns anything else (a training loop's `main()`) builds nothing and is never called.
+    """
+    made: dict[str, set[str]] = {}
+    returns: list[ast.expr | None] = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+            target, value = inner.targets[0], inner.value
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+            ):
+                made.setdefault(target.id, set()).add(value.func.id)
+        elif isinstance(inner, ast.Return):
+            returns.append(inner.value)
+    names: set[str] = set()
+    for value in returns:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            names.add(value.func.id)
+        elif isinstance(value, ast.Name) and value.id in made:
+            names |= made[value.id]
+        else:
+            return set()
+    return names
+
+
+def _needs_no_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    args = node.args
+    positional = args.posonlyargs + args.args
+    if len(args.defaults) < len(positional):
+        return False
+    return all(default is not None for default in args.kw_defaults)
 
 
 def _scopes(tree: ast.Module) -> Iterator[ast.AST]:

@@ -301,6 +301,8 @@ def correction(module: nn.Module | None, value: Any, ctx: Context) -> Correction
     if found is None or found[1] < 0:
         return None
     site, position, keyword = found
+    if site is not chain[0]:
+        return None  # written at a call that builds a block: the block may be what is wrong
     source = ctx.sources[site.path]
     node = argument_node(source, site.line, site.col, position, keyword)
     if node is None or node.end_lineno is None or node.end_col_offset is None:
