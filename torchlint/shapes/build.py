@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchlint.shapes import script_values
 from torchlint.shapes.loader import is_stub
 
 
@@ -129,7 +130,8 @@ def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
     if not (isinstance(value, dict) and set(value) == {"$name"}):
         return value
     head, *rest = str(value["$name"]).split(".")
-    if head not in namespace:
+    module = sys.modules.get(str(namespace.get("__name__", "")))
+    if head not in namespace and (module is None or not script_values.recover(module, head)):
         raise NeedsArguments(f"{value['$name']} (not importable)")
     found = namespace[head]
     for part in rest:
@@ -230,7 +232,23 @@ class BuildError(Exception):
 
 
 def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
-    """Construct on meta; if `__init__` reads tensor values, build with only parameters on meta."""
+    """Construct on meta; if `__init__` reads tensor values, build with only parameters on meta.
+
+    A global the script computes from its options (`ngf = int(opt.ngf)`) and the loader
+    left out is valued from the argparse defaults (`script_values`), and the build retried.
+    """
+    for _ in range(_MAX_MISSING_NAMES):
+        try:
+            return _build_once(cls, args, kwargs)
+        except NameError as exc:
+            missing = getattr(exc, "name", None)
+            module = sys.modules.get(getattr(cls, "__module__", ""))
+            if not missing or module is None or not script_values.recover(module, missing):
+                raise
+    raise BuildError(f"{getattr(cls, '__name__', cls)} needs too many undefined names")
+
+
+def _build_once(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
     try:
         with torch.device("meta"):
             model = cls(*args, **kwargs)

@@ -28,6 +28,7 @@ from torchlint.shapes.build import (
     constructor_arguments,
     site_of,
 )
+from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
     InputPlan,
@@ -52,6 +53,7 @@ from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 _MAX_FLIPS = 6
 #: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
 _MAX_BUILDERS = 2
+_DEFINITE = frozenset({"TL601", "TL602", "TL603", "TL604", "TL605"})
 #: Models with more modules than this get no TL606 analysis after passing at a usual size.
 _HARVEST_MODULES = 48
 
@@ -132,7 +134,7 @@ class FileChecker:
             if ctor is None and spec.get("sub_block") and not declared.get("shapes"):
                 # A building block of another model: its defaults may be a configuration
                 # nobody uses; it is checked inside the models that build it.
-                deferred.append((name, line, "it is only built by other models"))
+                deferred.append((name, line, "it is only built by models that were not checked"))
                 continue
             try:
                 args, kwargs, _ = constructor_arguments(cls, ctor)
@@ -172,10 +174,53 @@ class FileChecker:
                     where = (path, spec.get("line", line))
                     self.check_model(model, model_name, where, spec, {})
                     self.stats.models[-1]["built_by"] = how
+            if cls not in self.covered and _is_module_class(cls):
+                guessed = self._check_guessed(cls, name, (path, line), job["classes"][name])
+                if guessed is None:
+                    continue
+                if guessed:
+                    head, cut, tail = reason.partition(" (give them")
+                    reason = f"{head}; {guessed}{cut}{tail}"
             if cls not in self.covered:
                 # Another file's model may build it: the caller decides (see `pending`).
                 self.pending.append({"name": name, "line": line, "reason": reason})
         return self.findings
+
+    def _check_guessed(
+        self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
+    ) -> str | None:
+        """Check a class built with guessed sizes (see `guess`): None once checked, else
+        why not ("" when its parameters cannot be guessed)."""
+        runs = guesses(cls)
+        if runs is None:
+            return ""
+        found: list[dict[tuple[str, int, str], F.Finding]] = []
+        for index, arguments in enumerate(runs):
+            try:
+                model = build(cls, [], arguments)
+            except Exception as exc:
+                return f"built with guessed sizes ({describe(arguments)}): {_brief(exc)}"
+            start = len(self.findings)
+            self.check_model(model, name, where, spec, {})
+            new, self.findings[start:] = self.findings[start:], []
+            if index:
+                self.stats.models.pop()  # one model, checked three ways
+            skipped = next((f for f in new if f["code"] == "TL690"), None)
+            if skipped is not None:
+                reason = skipped["message"].split(" skipped: ", 1)[-1]
+                return f"with guessed sizes ({describe(arguments)}): {reason}"
+            definite = [f for f in new if f["code"] in _DEFINITE]
+            found.append({(f["path"], f["line"], f["code"]): f for f in definite})
+        suffix = f" (built with guessed sizes {describe(runs[0])}; it fails with other sizes too)"
+        for key in sorted(set(found[0]).intersection(*found[1:])):
+            finding = dict(found[0][key])
+            if any(f[key].get("fix") != finding.get("fix") for f in found[1:]):
+                # The corrected size depends on the guess.
+                finding.pop("fix", None)
+                finding["message"] = finding["message"].split("; write ", 1)[0]
+            finding["message"] += suffix
+            self.findings.append(finding)
+        return None
 
     def covered_classes(self) -> list[str]:
         """`path::name` of the user classes that some checked model of this file built."""
