@@ -146,6 +146,11 @@ def _settle_pending(results: dict[str, dict[str, Any]]) -> None:
     covered: set[str] = set()
     for result in results.values():
         covered.update(result.get("covered", ()))
+    for result in results.values():
+        if "findings" in result:
+            result["findings"] = [
+                f for f in result["findings"] if f.get("unless_covered") not in covered
+            ]
     for path, result in results.items():
         for item in result.get("pending", ()):
             if f"{path}::{item['name']}" in covered:

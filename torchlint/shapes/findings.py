@@ -149,6 +149,7 @@ class Context:
     fallback: tuple[str, int]  #: (path, line) of the model's class
     prefix: str = ""  #: a module-level model's name, put before its layers' names
     hints: dict[str, int] = field(default_factory=dict)  #: input sizes of the run, by name
+    model: nn.Module | None = None  #: the model checked (to find the layer an op belongs to)
 
     def qual(self, name: str | None) -> str | None:
         if name is None or not self.prefix:
@@ -420,6 +421,8 @@ def describe_layer(module: nn.Module) -> str:
         return f"nn.{kind}({getattr(module, 'num_features', '...')})"
     if isinstance(module, nn.RNNBase):
         return f"nn.{kind}({module.input_size}, {module.hidden_size})"
+    if not type(module).__module__.startswith("torch."):
+        return f"{kind}(...)"
     return f"nn.{kind}(...)"
 
 
@@ -519,7 +522,52 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             message += f"; write {fixed.call}"
         return with_fix(_finding(code, message, failure, ctx, prefer_layer=True), fixed)
     message = _op_message(failure, ctx) + evidence
+    owner = custom_layer(failure, ctx) if module is None else None
+    if owner is not None:
+        # Inside a custom layer's forward (an RMSNorm, GPT-2's Conv1D): the layer as built
+        # in its parent is where its sizes are chosen; the op's line is named.
+        name, layer = owner
+        head = layer_head(layer, ctx.qual(name), ctx)
+        where = _where(failure)
+        text = f"{head}: {message}" + (f" (in its forward, {where})" if where else "")
+        finding = _finding("TL605", text, failure, ctx, False)
+        site = site_of(layer)
+        if site is not None and site.path in ctx.sources:
+            source = ctx.sources[site.path]
+            finding.update(
+                path=site.path,
+                line=site.line,
+                col=char_column(source, site.line, site.col) + 1,
+                end_line=site.end_line,
+                end_col=char_column(source, site.end_line, site.end_col) + 1,
+            )
+        return finding
     return _finding("TL605", message, failure, ctx, prefer_layer=module is not None)
+
+
+def custom_layer(failure: Failure, ctx: Context) -> tuple[str, nn.Module] | None:
+    """The innermost submodule (not the model itself) whose own forward holds the failing op."""
+    if ctx.model is None or failure.frame is None:
+        return None
+    path, line, _ = failure.frame
+    shapes = {tuple(s) for s in failure.inputs if s is not None}
+    best: tuple[str, nn.Module] | None = None
+    best_key = (-1, False)
+    for name, layer in ctx.model.named_modules():
+        if not name:
+            continue
+        code = getattr(getattr(type(layer), "forward", None), "__code__", None)
+        if code is None or code.co_filename != path:
+            continue
+        lines = [n for _, _, n in code.co_lines() if n is not None]
+        if not lines or not min(lines) <= line <= max(lines):
+            continue
+        # Deepest first; among layers of one class, the one whose weights the op received.
+        own = {tuple(p.shape) for p in layer.parameters(recurse=False)}
+        key = (name.count("."), bool(own & shapes))
+        if key > best_key:
+            best, best_key = (name, layer), key
+    return best
 
 
 def _received_size(module: nn.Module, shape: Any) -> int | None:
