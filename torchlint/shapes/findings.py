@@ -482,7 +482,9 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
     fixed: Correction | None = None
     if code in ("TL601", "TL602", "TL603", "TL604") and module is not None:
         head = layer_head(module, ctx.qual(failure.module_name), ctx)
-        if code in ("TL601", "TL603", "TL604"):
+        # A literal test tensor that does not fit the first layer may be what is wrong.
+        data_first = ctx.plan.source == "tensor" and failure.producer == "input"
+        if code in ("TL601", "TL603", "TL604") and not data_first:
             fixed = correction(module, _received_size(module, shape), ctx)
         if code == "TL602":
             assert shape is not None
@@ -520,6 +522,10 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             message = _norm_message(head, module, failure, ctx) + evidence + _seen(failure, ctx)
         if fixed is not None:
             message += f"; write {fixed.call}"
+        elif data_first and code in ("TL601", "TL603", "TL604"):
+            value = _received_size(module, shape)
+            if value is not None:
+                message += f"; if the data is right, write {describe_layer_with(module, value)}"
         return with_fix(_finding(code, message, failure, ctx, prefer_layer=True), fixed)
     message = _op_message(failure, ctx) + evidence
     owner = custom_layer(failure, ctx) if module is None else None
