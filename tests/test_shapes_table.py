@@ -400,3 +400,11 @@ def test_ascii_terminals() -> None:
     text = render_table(_table(), width=200, style=style)
     assert text.isascii()
     assert "x TL603" in text
+
+
+def test_a_block_without_a_table_names_the_model_it_was_checked_in() -> None:
+    from torchlint.shapes.insight import _inside
+
+    tables = [{"model": "ResNet", "rows": [{"name": "layer1.0", "type": "BasicBlock"}]}]
+    assert _inside("BasicBlock", tables) == ("checked inside ResNet (as layer1.0); see its table")
+    assert _inside("Bottleneck", tables) is None
