@@ -156,6 +156,13 @@ class FileChecker:
             self.check_model(model, name, (path, line), spec, declared)
         for name in job.get("module_level", []):
             value = getattr(module, name, None)
+            if inspect.isfunction(value):  # a factory: `def net(): return nn.Sequential(...)`
+                try:
+                    value = build(value, [], {})
+                except Exception as exc:
+                    line = value.__code__.co_firstlineno
+                    self._skip(path, line, name, f"could not build {name}(): {_brief(exc)}")
+                    continue
             if isinstance(value, nn.Module):
                 site = site_of(value)
                 line = site.line if site is not None else 1

@@ -121,7 +121,7 @@ def _models(info: Any) -> dict[str, int]:
     found = {name: cls.line for name, cls in info.classes.items()}
     lines = info.source.splitlines()
     for name in info.module_level:
-        pattern = re.compile(rf"^{re.escape(name)}\s*=")
+        pattern = re.compile(rf"^(?:{re.escape(name)}\s*=|def {re.escape(name)}\b)")
         found[name] = next((i for i, t in enumerate(lines, 1) if pattern.match(t)), 1)
     return found
 
