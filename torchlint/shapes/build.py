@@ -371,3 +371,30 @@ def _stand_in(module: Any, exc: NameError) -> bool:
         return False
     namespace[missing] = _ABSENT
     return True
+
+
+def materialize_lazy(model: nn.Module, plans: list[Any]) -> bool:
+    """Give lazy layers (`nn.LazyLinear`) their sizes by running the model once on meta
+    tensors of the first input plan that works; True when none is left uninitialized."""
+    from torch.nn.modules.lazy import LazyModuleMixin
+
+    def pending() -> bool:
+        return any(
+            isinstance(m, LazyModuleMixin) and m.has_uninitialized_params() for m in model.modules()
+        )
+
+    if not pending():
+        return True
+    for plan in plans:
+        tensors = [
+            torch.empty([d.hint for d in spec.dims], dtype=spec.dtype, device="meta")
+            for spec in plan.specs
+        ]
+        try:
+            with torch.no_grad():
+                model(*tensors)
+        except Exception:
+            pass
+        if not pending():
+            return True
+    return False

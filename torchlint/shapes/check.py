@@ -26,6 +26,7 @@ from torchlint.shapes.build import (
     builder_arguments,
     call_builder,
     constructor_arguments,
+    materialize_lazy,
     site_of,
 )
 from torchlint.shapes.guess import describe, guesses
@@ -324,6 +325,16 @@ class FileChecker:
             if not missing and not prefix:
                 # A layer (an RMSNorm) that a checked model of the run uses was checked there.
                 self.findings[-1]["unless_covered"] = f"{path}::{type(model).__name__}"
+            return
+        if not materialize_lazy(model, plans):
+            record["result"] = "skipped"
+            self._skip(
+                path,
+                line,
+                label,
+                "its lazy layers (nn.LazyLinear, ...) did not take "
+                "the inferred input; declare the input shape",
+            )
             return
         analysis_graph: list[tuple[fx.Graph, nn.Module] | None] = []
 
