@@ -322,6 +322,9 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     for value in returns:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
             names.add(value.func.id)
+            # `build_model_with_cfg(ResNet, variant, pretrained, **kwargs)`: a library helper
+            # handed the class builds it.
+            names.update(a.id for a in value.args if isinstance(a, ast.Name))
         elif isinstance(value, ast.Name) and value.id in made:
             names |= made[value.id]
         else:

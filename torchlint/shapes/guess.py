@@ -5,7 +5,9 @@ written; its shapes can still be checked with sizes of our choosing, as long as 
 is one that holds whatever the sizes are. Each model is built three ways: two sets of
 distinct sizes (48, 80, ... and 56, 96, ...), with booleans one way and then the other, and
 once with every size equal (a model may need `embed_dim == d_model` by contract). Only a
-mismatch found all three times is reported.
+layer size mismatch (TL601-TL604) found all three times is reported. A class with an
+optional part left to its parent (`downsample=None`) is not guessed: the part is what
+makes its sizes fit.
 
 Sizes are chosen by parameter name: layer counts and heads stay small (2, 4), kernels are
 3; anything that does not look like a number (a block class, a string) cannot be guessed.
@@ -36,7 +38,7 @@ _MAX_GUESSED = 8
 def guesses(cls: type) -> list[dict[str, Any]] | None:
     """Three sets of keyword arguments for `cls`'s required parameters, or None."""
     try:
-        parameters = inspect.signature(cls).parameters.values()
+        parameters = list(inspect.signature(cls).parameters.values())
     except (TypeError, ValueError):
         return None
     required = [
@@ -45,6 +47,9 @@ def guesses(cls: type) -> list[dict[str, Any]] | None:
         if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     if not required or len(required) > _MAX_GUESSED:
+        return None
+    if any(p.default is None for p in parameters if p not in required):
+        # `downsample=None`: the parent hands in a part that makes the sizes fit.
         return None
     if any(p.kind is p.POSITIONAL_ONLY for p in required):
         return None
