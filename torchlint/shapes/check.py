@@ -363,7 +363,7 @@ class FileChecker:
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
             if result.ok and not result.pinned:
-                self._constraints(result, plan, label, where, prefix)
+                self._constraints(result, plan, label, where, prefix, model)
                 return
         # An error on the number of dimensions only counts when the input's rank is known.
         definite = [
@@ -372,7 +372,7 @@ class FileChecker:
         if not definite:
             passing = [(p, r) for p, r in results if r.ok]
             if passing:
-                self._constraints(passing[0][1], passing[0][0], label, where, prefix)
+                self._constraints(passing[0][1], passing[0][0], label, where, prefix, model)
                 return
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
@@ -390,10 +390,16 @@ class FileChecker:
         self._skip(path, line, label, reason)
 
     def _constraints(
-        self, result: PlanResult, plan: InputPlan, label: str, where: tuple[str, int], prefix: str
+        self,
+        result: PlanResult,
+        plan: InputPlan,
+        label: str,
+        where: tuple[str, int],
+        prefix: str,
+        model: nn.Module | None = None,
     ) -> None:
         for failure, condition, squares, names in result.constraints:
-            ctx = F.Context(label, plan, names, self.sources, where, prefix, result.hints)
+            ctx = F.Context(label, plan, names, self.sources, where, prefix, result.hints, model)
             self.findings.append(F.constraint(failure, condition, squares, ctx))
 
     def _plans(
@@ -559,7 +565,7 @@ class FileChecker:
                     squares = Problem([target], world.names, symbol_hints).square_solutions()
                 except Unsupported:
                     squares = []
-                if few_sizes(squares):
+                if few_sizes(squares) or _length_only(target, world):
                     result.constraints.append((failure, target, squares, dict(world.names)))
             for symbol, value in solution.items():
                 hints[world.names[symbol]] = max(int(value), 1)
@@ -643,6 +649,13 @@ def _path_guards(world: World, failure: Failure, flipped: set[Any]) -> list[Any]
         and getattr(g, "free_symbols", set())
         and g.free_symbols <= symbols
     ][:32]
+
+
+def _length_only(condition: Any, world: World) -> bool:
+    """A condition on a sequence's length alone (`16*L == 592`): a sequence model that
+    only takes one length (TL606, or TL607 when it is not the model's own)."""
+    symbols = condition.free_symbols
+    return len(symbols) == 1 and world.names.get(next(iter(symbols)), "")[:1] in "LT"
 
 
 def _searched_too_little(condition: Any, world: World) -> bool:

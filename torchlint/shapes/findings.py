@@ -698,8 +698,87 @@ def constraint(failure: Failure, condition: Any, squares: list[int], ctx: Contex
             return uncommon
     else:
         holds = _condition_text(condition, ctx.names)
+        uncommon = _uncommon_length(failure, condition, ctx)
+        if uncommon is not None:
+            return uncommon
     message = f"{what}: holds only for {holds}"
     return _finding("TL606", message, failure, ctx, prefer_layer=True)
+
+
+#: Attributes (of the model, its layers or its config) that give a model's own length.
+_LENGTH_ATTRIBUTES = (
+    "block_size",
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "max_len",
+    "seq_len",
+)
+
+
+def _own_length(model: nn.Module | None) -> tuple[str, int] | None:
+    if model is None:
+        return None
+    holders = [model, getattr(model, "config", None), *model.modules()]
+    for holder in holders:
+        for attr in _LENGTH_ATTRIBUTES:
+            value = getattr(holder, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+                return attr, value
+    return None
+
+
+def _uncommon_length(failure: Failure, condition: Any, ctx: Context) -> Finding | None:
+    """TL607 for a sequence model (without evidence) that rejects its own length."""
+    own = _own_length(ctx.model)
+    if own is None or ctx.plan.evidenced or not isinstance(condition, sympy.Eq):
+        return None
+    symbols = [s for s in condition.free_symbols if ctx.names.get(s, "")[:1] in "LT"]
+    sized = [side for side in condition.args if getattr(side, "free_symbols", None)]
+    if len(symbols) != 1 or len(sized) != 1:
+        return None
+    role = ctx.names[symbols[0]]
+    accepted = [n for n in range(1, 4097) if _holds_at(condition, role, n, ctx)]
+    if not accepted or len(accepted) > 64 or own[1] in accepted:
+        return None
+    attr, length = own
+    value = _value_at_role(sized[0], role, length, ctx)
+    module = failure.module
+    name = short_name(failure, ctx)
+    head = layer_head(module, ctx.qual(failure.module_name), ctx) if module else name
+    shown = ", ".join(map(str, accepted[:4])) + (", ..." if len(accepted) > 4 else "")
+    message = f"{head} only fits {role} = {shown}, not the model's own {attr} = {length}"
+    fixed = None
+    if value is not None and value > 0 and isinstance(module, nn.Linear):
+        fixed = correction(module, value, ctx)
+        call = fixed.call if fixed else describe_layer_with(module, value)
+        message += f"; for {role} = {length} {name} needs {value} features: {call}"
+    return with_fix(_finding("TL607", message, failure, ctx, prefer_layer=True), fixed)
+
+
+def _holds_at(condition: Any, role: str, size: int, ctx: Context) -> bool:
+    lhs = _value_at_role(condition.lhs, role, size, ctx)
+    rhs = _value_at_role(condition.rhs, role, size, ctx)
+    return lhs is not None and lhs == rhs
+
+
+def _value_at_role(expr: Any, role: str, size: int, ctx: Context) -> int | None:
+    """A size expression with the `role` size (L) = `size`, others at their hints."""
+    from torchlint.shapes.solve import Unsupported, compile_expr
+
+    if isinstance(expr, (int, sympy.Integer)):
+        return int(expr)
+    env = {}
+    for symbol in expr.free_symbols:
+        name = ctx.names.get(symbol)
+        if name is None:
+            return None
+        env[symbol] = torch.tensor(size if name == role else ctx.hints.get(name, 1))
+    try:
+        with torch.no_grad():
+            return int(compile_expr(expr)(env))
+    except (Unsupported, RuntimeError, TypeError, ValueError):
+        return None
 
 
 def _uncommon(
