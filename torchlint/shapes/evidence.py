@@ -316,6 +316,7 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
                 and isinstance(value.func, ast.Name)
             ):
                 made.setdefault(target.id, set()).add(value.func.id)
+                made[target.id].update(a.id for a in value.args if isinstance(a, ast.Name))
         elif isinstance(inner, ast.Return):
             returns.append(inner.value)
     names: set[str] = set()
