@@ -19,8 +19,11 @@ class LinearInFeaturesMismatch(Rule):
     The input shape comes from, in order: a `# torchlint: input-shape=(1, 3, 224, 224)`
     comment on the class line or `[tool.torchlint.shapes]` in the configuration; a literal
     tensor passed to an instance (`model(torch.randn(4, 3, 32, 32))`, read, not run); a
-    torchvision dataset and resize transform used with the model (MNIST is 1x28x28); an
-    `HxW` size in the class docstring; otherwise the first layer that consumes the input.
+    torchvision dataset and resize transform used with the model, in its file or in a
+    script that imports it (MNIST is 1x28x28); a size or a dataset named in the class's
+    docstring or comments ("for 28x28 MNIST digits"); otherwise the first layer that
+    consumes the input. The message says what to write (`nn.Linear(800, 128)`); with
+    `--unsafe-fixes`, a size written as a literal or a simple product is corrected.
 
     ## Why is this bad?
     The model fails with `mat1 and mat2 shapes cannot be multiplied` on its first batch,
@@ -28,9 +31,13 @@ class LinearInFeaturesMismatch(Rule):
     was not carried over to the Linear.
 
     ## Known problems
-    Constructors that need arguments are built only with literal arguments found at a call
-    site (or in the configuration); otherwise the model is skipped (see TL690). Shape
-    checking needs `torch` installed and runs in a separate process.
+    A constructor that needs arguments is built with literal arguments found at a call
+    site or in the configuration, else through an argument-free builder of its module
+    (`resnet18()`, without weights), a configuration class's defaults (`GPTConfig()`), or
+    the script's argparse defaults; failing those, with guessed sizes, and then only a
+    mismatch that holds for several different sizes is reported. A model that cannot be
+    built is skipped (see TL690). Shape checking needs `torch` installed and runs in a
+    separate process.
 
     ## Example
     ```python

@@ -9,9 +9,11 @@ class ShapeCheckSkipped(Rule):
     """
     ## What it does
     Reports that a module could not be loaded, built or traced for shape checking, with
-    the reason: a constructor that needs arguments no call site gives, an input whose
-    shape cannot be inferred, a missing dependency, a forward pass that fails for reasons
-    other than shapes, or a check that ran out of time or memory. Off by default.
+    the reason: a constructor that needs arguments no call site, builder or configuration
+    gives (and that cannot be guessed), an input whose shape cannot be inferred, a missing
+    dependency, a forward pass that fails for reasons other than shapes, or a check that
+    ran out of time or memory. Every class with a `forward` that no checked model built is
+    reported, so a run never passes over a model in silence. Off by default.
 
     ## Why is this bad?
     Shape bugs in such a module go unreported. Most reasons can be removed: give the

@@ -143,8 +143,12 @@ def test_messages_name_layer_producer_and_line(single_results: dict[str, list]) 
     tl601 = by_code[("TL601.py", 13)]
     assert tl601.message == (
         "fc2 = nn.Linear(30, 10) expects 30 input features, but fc1 produces 20 "
-        "(x is [N, 20] at TL601.py:17)"
+        "(x is [N, 20] at TL601.py:17); write nn.Linear(20, 10)"
     )
+    assert tl601.fix is not None and not tl601.fix.safe
+    assert [(e.start_line, e.start_column, e.end_column, e.content) for e in tl601.fix.edits] == [
+        (13, 30, 32, "20")
+    ]
     assert tl601.column == 20
     assert tl601.name == "linear-in-features-mismatch"
     tl602 = by_code[("TL602.py", 13)]
@@ -222,3 +226,57 @@ def test_package_import_does_not_import_torch() -> None:
 
 def test_files_without_modules_start_no_worker() -> None:
     assert check_files([("plain.py", "import torch\nx = torch.zeros(3)\n")]) == {}
+
+
+MNIST_PROJECT = {
+    "model.py": """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3)
+        self.conv2 = nn.Conv2d(32, 32, 3)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(32 * 7 * 7, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        return self.fc2(F.relu(self.fc1(torch.flatten(x, 1))))
+""",
+    "train.py": """
+import torch
+from torchvision import datasets, transforms
+
+from model import Net
+
+data = datasets.MNIST("data", download=True, transform=transforms.ToTensor())
+net = Net()
+for images, labels in torch.utils.data.DataLoader(data, batch_size=64):
+    net(images)
+""",
+}
+
+
+def test_a_training_script_is_evidence_and_the_fix_is_written(tmp_path: Path) -> None:
+    """The run lints the script too (it defines no model): its MNIST data makes the
+    mismatch definite, and `--fix --unsafe-fixes` writes the corrected size."""
+    from torchlint.config import Overrides
+    from torchlint.runner import RunOptions, run
+
+    for name, text in MNIST_PROJECT.items():
+        (tmp_path / name).write_text(text)
+    overrides = Overrides(shapes="on")
+    found = run([tmp_path], overrides, RunOptions(use_cache=False)).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 13, "TL601")]
+    assert "for MNIST images [N, 1, 28, 28] used at train.py:7" in found[0].message
+    assert found[0].message.endswith("write nn.Linear(32 * 5 * 5, 128)")
+    fixing = RunOptions(use_cache=False, fix_mode="fix", unsafe_fixes=True)
+    result = run([tmp_path], overrides, fixing)
+    assert result.fixed == 1 and not result.diagnostics
+    assert "nn.Linear(32 * 5 * 5, 128)" in (tmp_path / "model.py").read_text()

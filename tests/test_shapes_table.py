@@ -199,14 +199,15 @@ def test_simple_cnn_that_forgets_flatten(result: dict[str, Any]) -> None:
     table = result["by_model"]["SimpleCNN"]
     assert table["status"] == "failed"
     assert table["finding"]["code"] == "TL602"
-    assert table["input"]["shapes"] == ["[N, 3, H, W]"]
-    assert table["input"]["source"] == "inferred"
+    # The docstring names CIFAR-10: the input is taken to be 32x32.
+    assert table["input"]["shapes"] == ["[N, 3, 32, 32]"]
+    assert table["input"]["source"] == "image"
     names = [r["name"] for r in _rows(table)]
     relu1, relu2 = "F.relu(self.conv1(x))", "F.relu(self.conv2(x))"
     assert names == ["conv1", relu1, "pool", "conv2", relu2, "pool", "fc1"]
     fc1 = _row(table, "fc1")
     assert fc1["failed"] and fc1["detail"] == "Linear(2048, 128)" and fc1["line"] == 22
-    assert fc1["inputs"][0]["shape"] == "[N, 32, H/4, W/4]"
+    assert fc1["inputs"][0]["shape"] == "[N, 32, 8, 8]"
     assert _row(table, "conv1")["detail"] == "Conv2d(3, 16, k=3, s=1, p=1)"
     assert _row(table, "conv1")["params"] == 448
     text = render_table(table, width=120, display="models.py")
@@ -399,3 +400,11 @@ def test_ascii_terminals() -> None:
     text = render_table(_table(), width=200, style=style)
     assert text.isascii()
     assert "x TL603" in text
+
+
+def test_a_block_without_a_table_names_the_model_it_was_checked_in() -> None:
+    from torchlint.shapes.insight import _inside
+
+    tables = [{"model": "ResNet", "rows": [{"name": "layer1.0", "type": "BasicBlock"}]}]
+    assert _inside("BasicBlock", tables) == ("checked inside ResNet (as layer1.0); see its table")
+    assert _inside("Bottleneck", tables) is None

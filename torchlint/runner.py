@@ -6,6 +6,7 @@ torch is importable and they are enabled.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.metadata
 import multiprocessing
@@ -23,7 +24,7 @@ from torchlint.diagnostic import Diagnostic
 from torchlint.discovery import discover
 from torchlint.engine import SYNTAX_ERROR, file_error
 from torchlint.errors import TorchlintError
-from torchlint.fixing import FileChangedError, applicable, write_atomically
+from torchlint.fixing import FileChangedError, applicable, apply_edits, write_atomically
 from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_source
 from torchlint.noqa import apply_suppressions
 from torchlint.semantic.project import ProjectIndex, dependency_digest
@@ -131,6 +132,8 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
         found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
     result.diagnostics.extend(found_diagnostics)
     shape_found, unfinished = _shape_diagnostics(tasks, cache, overrides, result, options.progress)
+    if options.fix_mode and options.unsafe_fixes:
+        shape_found = _fix_shapes(tasks, shape_found, options, result)
     result.diagnostics.extend(shape_found)
     _note_unfinished(result, unfinished)
     cache.save()
@@ -278,7 +281,11 @@ def _shape_diagnostics(
         result.warnings.append(NO_TORCH_NOTE.format(count=files))
         result.not_run.append("shape checks: torch is not installed")
         return [], 0
-    keys = _shape_keys(candidates) if cache is not None else None
+    # Scripts without a model of their own are evidence for the models they import: a
+    # dataset or a literal test tensor used with them says what their input is.
+    chosen = {id(t) for t in candidates}
+    evidence = [t for t in tasks if id(t) not in chosen and b"torch" in t.data]
+    keys = _shape_keys(candidates, evidence) if cache is not None else None
     if cache is not None and keys is not None:
         hits = {
             t.display: cache.get(t.display, keys[t.display], section=_SHAPES) for t in candidates
@@ -286,7 +293,7 @@ def _shape_diagnostics(
         if all(h is not None for h in hits.values()):
             return _shape_report(candidates, hits)
     sources: dict[str, str] = {}
-    for task in candidates:
+    for task in [*candidates, *evidence]:
         text = python_source(task.display, task.data)
         if text is not None:
             sources[task.display] = text
@@ -328,7 +335,7 @@ def _unfinished(diagnostic: Diagnostic) -> bool:
     )
 
 
-def _shape_keys(candidates: list[_Task]) -> dict[str, str] | None:
+def _shape_keys(candidates: list[_Task], evidence: list[_Task]) -> dict[str, str] | None:
     """Cache keys for one run's shape results; None when they cannot be trusted.
 
     Shape results of a file depend on the other checked files (evidence, call sites), on
@@ -350,6 +357,8 @@ def _shape_keys(candidates: list[_Task]) -> dict[str, str] | None:
         config = task.settings.config
         digest.update(f"{task.display}\0{task.key}\0{config.shapes}\0".encode())
         digest.update(repr(config.declared_shapes).encode() + b"\0" + task.data + b"\0")
+    for task in evidence:
+        digest.update(f"{task.display}\0".encode() + task.data + b"\0")
     for path in dependencies:
         try:
             digest.update(path.encode() + b"\0" + Path(path).read_bytes() + b"\0")
@@ -371,6 +380,53 @@ def _incomplete(diagnostics: list[Diagnostic]) -> bool:
         d.code == SKIPPED and ("timed out" in d.message or "shape worker" in d.message)
         for d in diagnostics
     )
+
+
+def _fix_shapes(
+    tasks: list[_Task], diagnostics: list[Diagnostic], options: RunOptions, result: RunResult
+) -> list[Diagnostic]:
+    """Write the unsafe fixes of shape findings (corrected layer sizes): one pass per file,
+    on files the source fixes left as they were read."""
+    by_display = {t.display: t for t in tasks}
+    grouped: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        grouped.setdefault(diagnostic.path, []).append(diagnostic)
+    remaining: list[Diagnostic] = []
+    for display, found in grouped.items():
+        task = by_display.get(display)
+        if task is None or task.path is None or not display.endswith(".py"):
+            remaining.extend(found)
+            continue
+        try:
+            original = task.data.decode("utf-8")
+        except UnicodeDecodeError:
+            remaining.extend(found)
+            continue
+        fixed, count = apply_edits(original, found, unsafe=True)
+        if count == 0 or fixed == original:
+            remaining.extend(found)
+            continue
+        if options.fix_mode == "diff":
+            result.fixed_text.append(
+                "".join(
+                    difflib.unified_diff(
+                        original.splitlines(keepends=True),
+                        fixed.splitlines(keepends=True),
+                        fromfile=display,
+                        tofile=display,
+                    )
+                )
+            )
+        else:
+            try:
+                write_atomically(task.path, fixed.encode("utf-8"), task.data)
+            except (FileChangedError, OSError) as exc:
+                result.warnings.append(f"{display}: shape fixes not written: {exc}")
+                remaining.extend(found)
+                continue
+        result.fixed += count
+        remaining.extend(d for d in found if not applicable(d, True))
+    return remaining
 
 
 def _fix_all(

@@ -13,7 +13,7 @@ import os
 from collections.abc import Collection
 from typing import Any
 
-from torchlint.diagnostic import Diagnostic, Severity
+from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
 
 __all__ = ["NO_SHAPES_ENV", "check_files", "refused_by_environment", "torch_available"]
 
@@ -115,6 +115,7 @@ def check_files(
     if len(jobs) <= _WARM_AFTER:
         request["warm"] = False  # a file or two: warming up first only adds its own time
     results, worker = run_worker(request, timeout)
+    _settle_pending(results)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()
     for info in infos:
@@ -152,6 +153,38 @@ def check_files(
     return out
 
 
+def _settle_pending(results: dict[str, dict[str, Any]]) -> None:
+    """TL690 for the classes no checked model built, in any file of the run.
+
+    A file's worker leaves aside the classes it could not build on their own (a block that
+    needs arguments); a model of another file may have built, and so checked, them.
+    """
+    covered: set[str] = set()
+    for result in results.values():
+        covered.update(result.get("covered", ()))
+    for result in results.values():
+        if "findings" in result:
+            result["findings"] = [
+                f for f in result["findings"] if f.get("unless_covered") not in covered
+            ]
+    for path, result in results.items():
+        for item in result.get("pending", ()):
+            if f"{path}::{item['name']}" in covered:
+                continue
+            message = f"shape check of {item['name']} skipped: {item['reason']}"
+            result.setdefault("findings", []).append(
+                {
+                    "code": _SKIPPED,
+                    "path": path,
+                    "line": item["line"],
+                    "col": 1,
+                    "end_line": item["line"],
+                    "end_col": 1,
+                    "message": message,
+                }
+            )
+
+
 def _diagnostic(item: dict[str, Any], message: str, display: dict[str, str]) -> Diagnostic:
     from torchlint.registry import all_rules
 
@@ -169,4 +202,16 @@ def _diagnostic(item: dict[str, Any], message: str, display: dict[str, str]) -> 
         name=name,
         message=message,
         severity=severity,
+        fix=_fix(item),
     )
+
+
+def _fix(item: dict[str, Any]) -> Fix | None:
+    """The unsafe fix a finding offers (a corrected layer size), if its edits are in its file."""
+    fix = item.get("fix")
+    if not fix or any(edit["path"] != item["path"] for edit in fix["edits"]):
+        return None
+    edits = tuple(
+        Edit(e["line"], e["col"], e["end_line"], e["end_col"], e["content"]) for e in fix["edits"]
+    )
+    return Fix(fix["message"], edits, safe=False)

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchlint.shapes import script_values
 from torchlint.shapes.loader import is_stub
 
 
@@ -129,7 +130,8 @@ def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
     if not (isinstance(value, dict) and set(value) == {"$name"}):
         return value
     head, *rest = str(value["$name"]).split(".")
-    if head not in namespace:
+    module = sys.modules.get(str(namespace.get("__name__", "")))
+    if head not in namespace and (module is None or not script_values.recover(module, head)):
         raise NeedsArguments(f"{value['$name']} (not importable)")
     found = namespace[head]
     for part in rest:
@@ -139,10 +141,25 @@ def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
     return found
 
 
+#: Unannotated parameter names that take a configuration object (`GPT(config)`).
+_CONFIG_NAMES = frozenset({"config", "cfg", "conf", "configuration", "model_config", "hparams"})
+#: Configuration fields that count layers: built with at most this many (shapes repeat).
+_DEPTH_FIELDS = ("n_layer", "n_layers", "num_layers", "num_hidden_layers", "depth", "num_blocks")
+_MAX_DEPTH = 2
+
+
 def _default_config(cls: type, name: str, annotation: Any) -> Any:
-    """An instance of a config-like annotation (a dataclass, an HF config) built with defaults."""
+    """An instance of a config-like annotation (a dataclass, an HF config) built with defaults.
+
+    An unannotated `config` parameter takes the configuration class of the model's module
+    (`GPTConfig` for `GPT`, or the only one there is).
+    """
     if annotation is inspect.Parameter.empty:
-        return None
+        if name.lower() not in _CONFIG_NAMES:
+            return None
+        annotation = _module_config_class(cls)
+        if annotation is None:
+            return None
     if isinstance(annotation, str):
         try:
             hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]
@@ -158,9 +175,56 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
     if not config_like:
         return None
     try:
-        return annotation()
+        config = annotation()
     except Exception:
         return None
+    return _shallow(config)
+
+
+def _config_like(value: Any) -> bool:
+    return inspect.isclass(value) and (
+        dataclasses.is_dataclass(value)
+        or any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in value.__mro__[1:])
+    )
+
+
+def _module_config_class(cls: type) -> type | None:
+    """The configuration class defined beside a model: `<Model>Config`, or the only one."""
+    module = sys.modules.get(cls.__module__)
+    if module is None:
+        return None
+    candidates = [
+        value
+        for key, value in vars(module).items()
+        if _config_like(value) and not is_stub(value) and "config" in key.lower()
+    ]
+    for value in candidates:
+        if value.__name__.lower().startswith(cls.__name__.lower()):
+            return value
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _shallow(config: Any) -> Any:
+    """The configuration with at most a couple of layers: shapes repeat from layer to layer,
+    and a 48-layer default only costs time."""
+    for field_name in _DEPTH_FIELDS:
+        value = getattr(config, field_name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_DEPTH:
+            try:
+                setattr(config, field_name, _MAX_DEPTH)
+            except Exception:
+                continue
+    return config
+
+
+def builder_arguments(function: Any) -> dict[str, Any]:
+    """Keyword arguments that keep a builder from loading weights (`weights=None`)."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return {}
+    wanted = {"weights": None, "pretrained": False, "progress": False, "weights_backbone": None}
+    return {k: v for k, v in wanted.items() if k in parameters}
 
 
 class BuildError(Exception):
@@ -168,7 +232,23 @@ class BuildError(Exception):
 
 
 def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
-    """Construct on meta; if `__init__` reads tensor values, build with only parameters on meta."""
+    """Construct on meta; if `__init__` reads tensor values, build with only parameters on meta.
+
+    A global the script computes from its options (`ngf = int(opt.ngf)`) and the loader
+    left out is valued from the argparse defaults (`script_values`), and the build retried.
+    """
+    for _ in range(_MAX_MISSING_NAMES):
+        try:
+            return _build_once(cls, args, kwargs)
+        except NameError as exc:
+            missing = getattr(exc, "name", None)
+            module = sys.modules.get(getattr(cls, "__module__", ""))
+            if not missing or module is None or not script_values.recover(module, missing):
+                raise
+    raise BuildError(f"{getattr(cls, '__name__', cls)} needs too many undefined names")
+
+
+def _build_once(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
     try:
         with torch.device("meta"):
             model = cls(*args, **kwargs)
@@ -211,3 +291,110 @@ class _parameters_on_meta:
 
     def __exit__(self, *exc: object) -> None:
         nn.Module.register_parameter = self.original  # type: ignore[method-assign]
+
+
+class _Absent:
+    """What a name the builder needs but its module could not define stands for.
+
+    Builders read weight enums their module failed to define (`ResNet18_Weights.verify(
+    weights)`); with weights left out, such a value is never used: a call gives None (no
+    weights), an attribute gives the same stand-in.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getitem__(self, key: Any) -> Any:
+        return self
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+
+_ABSENT = _Absent()
+_MAX_MISSING_NAMES = 8
+
+
+def call_builder(module: Any, name: str, kwargs: dict[str, Any]) -> nn.Module:
+    """Build a model with one of its module's argument-free builders, on meta.
+
+    A builder whose definition failed to run (a decorator naming a weights enum the module
+    could not define) is defined again from its source; names still missing stand for
+    `_Absent`, tried one at a time.
+    """
+    function = getattr(module, name, None)
+    if function is None:
+        function = _define_again(module, name)
+    for _ in range(_MAX_MISSING_NAMES):
+        try:
+            return build(function, [], kwargs)
+        except NameError as exc:
+            if not _stand_in(module, exc):
+                raise
+    raise BuildError(f"{name}() needs too many names its module does not define")
+
+
+def _define_again(module: Any, name: str) -> Any:
+    import ast
+
+    path = getattr(module, "__file__", None)
+    if not path:
+        raise BuildError(f"{name} is not defined")
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        tree = ast.parse(handle.read(), filename=path)
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if node is None:
+        raise BuildError(f"{name} is not defined")
+    code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec", dont_inherit=True)
+    for _ in range(_MAX_MISSING_NAMES):
+        try:
+            exec(code, vars(module))
+            return vars(module)[name]
+        except NameError as exc:
+            if not _stand_in(module, exc):
+                raise
+    raise BuildError(f"{name} needs too many names its module does not define")
+
+
+def _stand_in(module: Any, exc: NameError) -> bool:
+    missing = getattr(exc, "name", None)
+    namespace = vars(module)
+    if not missing or missing in namespace:
+        return False
+    namespace[missing] = _ABSENT
+    return True
+
+
+def materialize_lazy(model: nn.Module, plans: list[Any]) -> bool:
+    """Give lazy layers (`nn.LazyLinear`) their sizes by running the model once on meta
+    tensors of the first input plan that works; True when none is left uninitialized."""
+    from torch.nn.modules.lazy import LazyModuleMixin
+
+    def pending() -> bool:
+        return any(
+            isinstance(m, LazyModuleMixin) and m.has_uninitialized_params() for m in model.modules()
+        )
+
+    if not pending():
+        return True
+    for plan in plans:
+        tensors = [
+            torch.empty([d.hint for d in spec.dims], dtype=spec.dtype, device="meta")
+            for spec in plan.specs
+        ]
+        try:
+            with torch.no_grad():
+                model(*tensors)
+        except Exception:
+            pass
+        if not pending():
+            return True
+    return False

@@ -19,9 +19,18 @@ import sympy
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
-from torchlint.shapes.build import NeedsArguments, build, constructor_arguments, site_of
+from torchlint.shapes.build import (
+    NeedsArguments,
+    build,
+    builder_arguments,
+    call_builder,
+    constructor_arguments,
+    materialize_lazy,
+    site_of,
+)
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
+from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
     InputPlan,
@@ -44,6 +53,9 @@ from torchlint.shapes.propagate import (
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
+#: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
+_MAX_BUILDERS = 2
+_GUESSED_DEFINITE = frozenset({"TL601", "TL602", "TL603", "TL604"})
 #: Models with more modules than this get no TL606 analysis after passing at a usual size.
 _HARVEST_MODULES = 48
 
@@ -87,6 +99,8 @@ class FileChecker:
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
         self.covered: set[type] = set()
+        #: Classes not checked on their own, unless a model of another file builds them.
+        self.pending: list[dict[str, Any]] = []
         self._sessions: dict[int, Session] = {}
 
     def _session(self, model: nn.Module) -> Session:
@@ -122,13 +136,18 @@ class FileChecker:
             if ctor is None and spec.get("sub_block") and not declared.get("shapes"):
                 # A building block of another model: its defaults may be a configuration
                 # nobody uses; it is checked inside the models that build it.
+                deferred.append((name, line, "it is only built by models that were not checked"))
                 continue
             try:
                 args, kwargs, _ = constructor_arguments(cls, ctor)
             except NeedsArguments as exc:
-                if not spec.get("instantiated"):
-                    # Classes built by other code are checked as part of what builds them.
-                    deferred.append((name, line, f"needs arguments: {exc}"))
+                built = self._from_builders(module, cls, spec.get("builders", []))
+                if isinstance(built, str):
+                    deferred.append((name, line, _needs_text(str(exc), spec, built)))
+                    continue
+                model, how = built
+                self.check_model(model, name, (path, line), spec, declared)
+                self.stats.models[-1]["built_by"] = how
                 continue
             try:
                 model = build(cls, args, kwargs)
@@ -139,6 +158,13 @@ class FileChecker:
             self.check_model(model, name, (path, line), spec, declared)
         for name in job.get("module_level", []):
             value = getattr(module, name, None)
+            if inspect.isfunction(value):  # a factory: `def net(): return nn.Sequential(...)`
+                try:
+                    value = build(value, [], {})
+                except Exception as exc:
+                    line = value.__code__.co_firstlineno
+                    self._skip(path, line, name, f"could not build {name}(): {_brief(exc)}")
+                    continue
             if isinstance(value, nn.Module):
                 site = site_of(value)
                 line = site.line if site is not None else 1
@@ -146,11 +172,96 @@ class FileChecker:
                 self.check_model(value, name, (path, line), spec, {}, prefix=name)
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
+            users = job["classes"][name].get("users", [])
+            if cls not in self.covered and users:
+                # A block (`Bottleneck`) checked inside a model its module builds (`resnet50`).
+                built = self._from_builders(module, None, users)
+                if not isinstance(built, str):
+                    model, how = built
+                    model_name = type(model).__name__
+                    spec = job["classes"].get(model_name, {"evidence": [], "line": line})
+                    where = (path, spec.get("line", line))
+                    self.check_model(model, model_name, where, spec, {})
+                    self.stats.models[-1]["built_by"] = how
+            if cls not in self.covered and _is_module_class(cls):
+                guessed = self._check_guessed(cls, name, (path, line), job["classes"][name])
+                if guessed is None:
+                    continue
+                if guessed:
+                    head, cut, tail = reason.partition(" (give them")
+                    reason = f"{head}; {guessed}{cut}{tail}"
             if cls not in self.covered:
-                self._skip(
-                    path, line, name, reason + " (give them at a call site or in the config)"
-                )
+                # Another file's model may build it: the caller decides (see `pending`).
+                self.pending.append({"name": name, "line": line, "reason": reason})
         return self.findings
+
+    def _check_guessed(
+        self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
+    ) -> str | None:
+        """Check a class built with guessed sizes (see `guess`): None once checked, else
+        why not ("" when its parameters cannot be guessed)."""
+        runs = guesses(cls)
+        if runs is None:
+            return ""
+        found: list[dict[tuple[str, int, str], F.Finding]] = []
+        for index, arguments in enumerate(runs):
+            try:
+                model = build(cls, [], arguments)
+            except Exception as exc:
+                return f"built with guessed sizes ({describe(arguments)}): {_brief(exc)}"
+            start = len(self.findings)
+            self.check_model(model, name, where, spec, {})
+            new, self.findings[start:] = self.findings[start:], []
+            if index:
+                self.stats.models.pop()  # one model, checked three ways
+            skipped = next((f for f in new if f["code"] == "TL690"), None)
+            if skipped is not None:
+                reason = skipped["message"].split(" skipped: ", 1)[-1]
+                return f"with guessed sizes ({describe(arguments)}): {reason}"
+            # Layer sizes only: an op's failure (a residual add) may be a contract of the
+            # guessed sizes that real callers keep.
+            definite = [f for f in new if f["code"] in _GUESSED_DEFINITE]
+            found.append({(f["path"], f["line"], f["code"]): f for f in definite})
+        suffix = f" (built with guessed sizes {describe(runs[0])}; it fails with other sizes too)"
+        for key in sorted(set(found[0]).intersection(*found[1:])):
+            finding = dict(found[0][key])
+            if any(f[key].get("fix") != finding.get("fix") for f in found[1:]):
+                # The corrected size depends on the guess.
+                finding.pop("fix", None)
+                finding["message"] = finding["message"].split("; write ", 1)[0]
+            finding["message"] += suffix
+            self.findings.append(finding)
+        return None
+
+    def covered_classes(self) -> list[str]:
+        """`path::name` of the user classes that some checked model of this file built."""
+        found = []
+        for cls in self.covered:
+            module = inspect.getmodule(cls)
+            file = getattr(module, "__file__", None)
+            if file in self.user_files:
+                found.append(f"{file}::{cls.__name__}")
+        return sorted(found)
+
+    def _from_builders(
+        self, module: Any, cls: type | None, names: list[str]
+    ) -> tuple[nn.Module, str] | str:
+        """The model built by one of its module's argument-free builders (`resnet18()`,
+        without weights), or why none did."""
+        reason = ""
+        for name in names[:_MAX_BUILDERS]:
+            function = getattr(module, name, None)
+            if is_stub(function):
+                continue
+            kwargs = builder_arguments(function) if function is not None else {}
+            try:
+                model = call_builder(module, name, kwargs)
+            except Exception as exc:
+                reason = f"{_call_text(name, [], kwargs)} failed: {_brief(exc)}"
+                continue
+            if type(model) is cls or (cls is None and isinstance(model, nn.Module)):
+                return model, f"{name}()"
+        return reason
 
     def _load_reason(self, path: str, default: str) -> str:
         notes = self.project.notes.get(path) or []
@@ -180,8 +291,9 @@ class FileChecker:
         finally:
             self._sessions = {}
             record["seconds"] = time.perf_counter() - started
-            with contextlib.suppress(Exception):
-                self.covered.update(type(m) for m in model.modules())
+            if record["result"] != "skipped":
+                with contextlib.suppress(Exception):
+                    self.covered.update(type(m) for m in model.modules())
 
     def _check_model(
         self,
@@ -213,6 +325,19 @@ class FileChecker:
                 "`# torchlint: input-shape=(...)` on the class line"
             )
             self._skip(path, line, label, reason)
+            if not missing and not prefix:
+                # A layer (an RMSNorm) that a checked model of the run uses was checked there.
+                self.findings[-1]["unless_covered"] = f"{path}::{type(model).__name__}"
+            return
+        if not materialize_lazy(model, plans):
+            record["result"] = "skipped"
+            self._skip(
+                path,
+                line,
+                label,
+                "its lazy layers (nn.LazyLinear, ...) did not take "
+                "the inferred input; declare the input shape",
+            )
             return
         analysis_graph: list[tuple[fx.Graph, nn.Module] | None] = []
 
@@ -226,7 +351,9 @@ class FileChecker:
             return analysis_graph[0]
 
         def ctx_for(plan: InputPlan, result: PlanResult) -> F.Context:
-            return F.Context(label, plan, result.names, self.sources, where, prefix)
+            return F.Context(
+                label, plan, result.names, self.sources, where, prefix, result.hints, model
+            )
 
         # With several candidate shapes (the input's rank was guessed), a model is clean if
         # one candidate passes as is. A definite failure is reported when every candidate that
@@ -237,7 +364,7 @@ class FileChecker:
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
             if result.ok and not result.pinned:
-                self._constraints(result, plan, label, where, prefix)
+                self._constraints(result, plan, label, where, prefix, model)
                 return
         # An error on the number of dimensions only counts when the input's rank is known.
         definite = [
@@ -246,7 +373,7 @@ class FileChecker:
         if not definite:
             passing = [(p, r) for p, r in results if r.ok]
             if passing:
-                self._constraints(passing[0][1], passing[0][0], label, where, prefix)
+                self._constraints(passing[0][1], passing[0][0], label, where, prefix, model)
                 return
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
@@ -264,10 +391,16 @@ class FileChecker:
         self._skip(path, line, label, reason)
 
     def _constraints(
-        self, result: PlanResult, plan: InputPlan, label: str, where: tuple[str, int], prefix: str
+        self,
+        result: PlanResult,
+        plan: InputPlan,
+        label: str,
+        where: tuple[str, int],
+        prefix: str,
+        model: nn.Module | None = None,
     ) -> None:
         for failure, condition, squares, names in result.constraints:
-            ctx = F.Context(label, plan, names, self.sources, where, prefix)
+            ctx = F.Context(label, plan, names, self.sources, where, prefix, result.hints, model)
             self.findings.append(F.constraint(failure, condition, squares, ctx))
 
     def _plans(
@@ -422,7 +555,7 @@ class FileChecker:
             if solution is None:
                 solution = _solve([target], world, symbol_hints)
             if solution is None:
-                if code is None:
+                if code is None or _searched_too_little(target, world):
                     result.reason = self._failure_reason(failure)
                 else:
                     result.code = code
@@ -433,7 +566,7 @@ class FileChecker:
                     squares = Problem([target], world.names, symbol_hints).square_solutions()
                 except Unsupported:
                     squares = []
-                if few_sizes(squares):
+                if few_sizes(squares) or _length_only(target, world):
                     result.constraints.append((failure, target, squares, dict(world.names)))
             for symbol, value in solution.items():
                 hints[world.names[symbol]] = max(int(value), 1)
@@ -519,6 +652,20 @@ def _path_guards(world: World, failure: Failure, flipped: set[Any]) -> list[Any]
     ][:32]
 
 
+def _length_only(condition: Any, world: World) -> bool:
+    """A condition on a sequence's length alone (`16*L == 592`): a sequence model that
+    only takes one length (TL606, or TL607 when it is not the model's own)."""
+    symbols = condition.free_symbols
+    return len(symbols) == 1 and world.names.get(next(iter(symbols)), "")[:1] in "LT"
+
+
+def _searched_too_little(condition: Any, world: World) -> bool:
+    """Whether the search for sizes may have missed some: with three or more spatial sizes
+    (a video's frames, height and width), only equal sizes and samples are tried."""
+    spatial = {s for s in condition.free_symbols if world.names.get(s, "")[:1] in "DHWT"}
+    return len(spatial) >= 3
+
+
 def _solve(conditions: list[Any], world: World, hints: dict[sympy.Symbol, int]) -> Any:
     try:
         return Problem(conditions, world.names, hints).find()
@@ -554,6 +701,16 @@ def _stubbed_parts(model: nn.Module, stubbed: list[str]) -> str | None:
 
 def _is_module_class(cls: Any) -> bool:
     return inspect.isclass(cls) and issubclass(cls, nn.Module) and not is_stub(cls)
+
+
+def _needs_text(missing: str, spec: dict[str, Any], builders: str) -> str:
+    """Why a class that needs constructor arguments was not built, and what to do."""
+    text = f"needs arguments: {missing}"
+    if builders:
+        text += f"; {builders}"
+    if spec.get("instantiated"):
+        text += "; its call sites pass values that are not literals"
+    return text + " (give them in [tool.torchlint.shapes], or call it with literals)"
 
 
 def _call_text(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:

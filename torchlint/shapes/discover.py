@@ -44,7 +44,8 @@ class FileInfo:
     module: str  #: dotted import name ("pkg.model")
     root: str  #: the sys.path entry that makes `module` importable
     classes: dict[str, ClassInfo] = field(default_factory=dict)
-    #: Module-level names bound to an `nn.Sequential(...)`-style constructor call.
+    #: Module-level names bound to an `nn.Sequential(...)`-style constructor call, and
+    #: argument-free functions that return one.
     module_level: list[str] = field(default_factory=list)
 
 
@@ -129,6 +130,23 @@ def _module_level_models(tree: ast.Module) -> list[str]:
             and isinstance(node.value, ast.Call)
         ):
             qual = qualify(node.value.func, aliases) or ""
-            if qual in ("torch.nn.Sequential", "torch.nn.modules.container.Sequential"):
+            if qual in _SEQUENTIAL:
                 names.append(node.targets[0].id)
+        elif isinstance(node, ast.FunctionDef) and _returns_sequential(node, aliases):
+            names.append(node.name)
     return names
+
+
+_SEQUENTIAL = ("torch.nn.Sequential", "torch.nn.modules.container.Sequential")
+
+
+def _returns_sequential(node: ast.FunctionDef, aliases: dict[str, str]) -> bool:
+    """A factory (`def net(width=64): return nn.Sequential(...)`) that needs no argument."""
+    args = node.args
+    if len(args.defaults) < len(args.posonlyargs + args.args) or None in args.kw_defaults:
+        return False
+    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+    return bool(returns) and all(
+        isinstance(r.value, ast.Call) and (qualify(r.value.func, aliases) or "") in _SEQUENTIAL
+        for r in returns
+    )

@@ -7,7 +7,7 @@ linted files:
 * literal tensors passed to an instance (`model = Net(); model(torch.randn(4, 3, 32, 32))`),
   and `torchsummary`/`torchinfo` `summary(model, ...)` sizes;
 * well-known datasets and resizing transforms used in the same file (MNIST: 1x28x28, ...);
-* an `HxW` input size in the class docstring;
+* an input size or a dataset named in the class's docstring or comments;
 * a declared shape: `# torchlint: input-shape=(1, 3, 224, 224)` on the class line, or the
   `[tool.torchlint.shapes]` configuration.
 """
@@ -38,14 +38,22 @@ MODULE_LEVEL = "<module>"
 _DECLARED = re.compile(
     r"#\s*torchlint:\s*input-shapes?\s*=\s*(?P<shape>[\[(][^#]*?[\])])\s*(?:,\s*dtype\s*=\s*(?P<dtype>\w+))?\s*(?:#|$)"
 )
-# "28x28 grayscale images", "input size 224x224", "images of 32x32" (not "16x16 words").
-_DOC_SIZE = re.compile(
-    r"(?:\b(?:input|image|picture)s?(?:\s+(?:size|resolution|shape))?\s*(?:of|is|:|=)?\s*"
-    r"(?P<a1>\d{1,4})\s*[x\u00d7]\s*(?P<a2>\d{1,4})\b)"
-    r"|(?:\b(?P<b1>\d{1,4})\s*[x\u00d7]\s*(?P<b2>\d{1,4})\s+(?:\w+\s+)?"
-    r"(?:input|inputs|image|images|pictures|pixels|px)\b)",
+# "28x28 MNIST digits", "input size 224x224", "1x28x28 images", "224x224 crops": a size,
+# and on the same line a word that says it is the input's (not "16x16 patches" alone).
+_TEXT_SIZE = re.compile(
+    r"\b(?:(?P<c>[134])\s*[x\u00d7]\s*)?(?P<h>\d{2,4})\s*[x\u00d7]\s*(?P<w>\d{2,4})\b"
+)
+_TEXT_CONTEXT = re.compile(
+    r"\b(?:inputs?|images?|pictures?|photos?|crops?|pixels?|px|digits?|resolution|frames?)\b",
     re.IGNORECASE,
 )
+#: Dataset names as prose writes them -> the torchvision class (for its image size).
+_TEXT_DATASETS = re.compile(
+    r"\b(?P<name>Fashion[-_ ]?MNIST|KMNIST|EMNIST|QMNIST|MNIST|CIFAR[-_ ]?100|CIFAR[-_ ]?10|"
+    r"SVHN|STL[-_ ]?10)\b",
+    re.IGNORECASE,
+)
+_COMMENT = re.compile(r"#(?P<text>.*)$")
 
 #: (channels, height, width) of torchvision datasets, by class name.
 DATASETS: dict[str, tuple[int, int | None, int | None]] = {
@@ -83,10 +91,18 @@ def collect(
             "evidence": [],
             "instantiated": False,
             "sub_block": False,
+            "builders": [],
         }
         for info in infos
         for name in info.classes
     }
+    for info in infos:
+        if info.tree is not None and info.classes:
+            for name, builders in builder_functions(info.tree, set(info.classes)).items():
+                result[(info.abspath, name)]["builders"] = builders
+            for name, builders in builder_functions(info.tree, set(info.classes), True).items():
+                if not result[(info.abspath, name)]["builders"]:
+                    result[(info.abspath, name)]["users"] = builders
     for info in infos:
         if info.module_level:
             # Module-level models (`model = nn.Sequential(...)`) take the file's evidence.
@@ -116,9 +132,9 @@ def collect(
             entry["declared"] = _declared_comment(lines, cls.line, info.path) or _declared_config(
                 declared, info, name
             )
-            doc = _docstring_size(cls.node, info.path)
-            if doc:
-                entry["evidence"].append(doc)
+            described = _described_input(cls.node, lines, info.path)
+            if described:
+                entry["evidence"].append(described)
     return result
 
 
@@ -144,6 +160,7 @@ def _scan_file(
     aliases = import_aliases(tree)
     bound = module_bindings(tree)
     used_here: set[tuple[str, str]] = set()
+    called_here: set[tuple[str, str]] = set()
     if abspath in by_path:
         used_here.update((abspath, n) for n in by_path[abspath].classes)
         if by_path[abspath].module_level:
@@ -177,6 +194,7 @@ def _scan_file(
                 if info is not None:
                     key = (info.abspath, name)
                     used_here.add(key)
+                    called_here.add(key)
                     entry = result[key]
                     entry["instantiated"] = True
                     if entry["ctor"] is None:
@@ -228,7 +246,99 @@ def _scan_file(
     image = _image_evidence(tree, aliases, path)
     if image is not None:
         for key in used_here:
-            result[key]["evidence"].append(dict(image))
+            # A model built in this file is used with the data: its channels count even
+            # when they contradict the model's first layer. The other classes defined here
+            # only take the size, when their channels agree.
+            result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def builder_functions(
+    tree: ast.Module, classes: set[str], mentioned: bool = False
+) -> dict[str, list[str]]:
+    """Per class, the module's functions that build it and need no argument, in file order.
+
+    `resnet18(*, weights=None, progress=True, **kwargs)` builds `ResNet` through
+    `_resnet(BasicBlock, [2, 2, 2, 2], weights, progress, **kwargs)`: a function counts
+    when it calls the class, or calls another function of the module that does. With
+    `mentioned`, a builder of any model counts for the classes it names (`BasicBlock`).
+    """
+    functions = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    calls = {name: _returned_calls(node) for name, node in functions.items()}
+    builds: dict[str, set[str]] = {name: calls[name] & classes for name in functions}
+    if mentioned:
+        builders = builder_functions(tree, classes)
+        names = {b for found in builders.values() for b in found}
+        return {
+            cls: [n for n in functions if n in names and cls in _names_in(functions[n])]
+            for cls in classes
+            if any(n in names and cls in _names_in(functions[n]) for n in functions)
+        }
+    changed = True
+    while changed:  # through helper chains (`resnet18` -> `_resnet` -> `ResNet`)
+        changed = False
+        for name in functions:
+            for callee in calls[name] & set(functions):
+                extra = builds[callee] - builds[name]
+                if extra:
+                    builds[name] |= extra
+                    changed = True
+    found: dict[str, list[str]] = {}
+    for name, node in functions.items():
+        if not builds[name] or not _needs_no_arguments(node):
+            continue
+        for cls in sorted(builds[name]):
+            found.setdefault(cls, []).append(name)
+    return found
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names of the functions or classes whose result the function returns.
+
+    `return ResNet(...)`, or `model = ResNet(...)` and later `return model`; a function that
+    returns anything else (a training loop's `main()`) builds nothing and is never called.
+    """
+    made: dict[str, set[str]] = {}
+    returns: list[ast.expr | None] = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+            target, value = inner.targets[0], inner.value
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Name)
+            ):
+                made.setdefault(target.id, set()).add(value.func.id)
+                made[target.id].update(a.id for a in value.args if isinstance(a, ast.Name))
+        elif isinstance(inner, ast.Return):
+            returns.append(inner.value)
+    names: set[str] = set()
+    for value in returns:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            names.add(value.func.id)
+            # `build_model_with_cfg(ResNet, variant, pretrained, **kwargs)`: a library helper
+            # handed the class builds it.
+            names.update(a.id for a in value.args if isinstance(a, ast.Name))
+        elif isinstance(value, ast.Name) and value.id in made:
+            names |= made[value.id]
+        else:
+            return set()
+    return names
+
+
+def _needs_no_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    args = node.args
+    positional = args.posonlyargs + args.args
+    if len(args.defaults) < len(positional):
+        return False
+    return all(default is not None for default in args.kw_defaults)
 
 
 def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
@@ -454,22 +564,50 @@ def _image_evidence(tree: ast.Module, aliases: dict[str, str], path: str) -> Evi
     }
 
 
-def _docstring_size(node: ast.ClassDef, path: str) -> Evidence | None:
+def _described_input(node: ast.ClassDef, lines: list[str], path: str) -> Evidence | None:
+    """An input size the class's docstring or comments name ("for 28x28 MNIST digits").
+
+    Read: the docstring, the comments just above the class and those inside it. A size
+    counts when its line also says it is about the input (images, digits, crops, pixels)
+    or names a dataset; a dataset name alone gives that dataset's size.
+    """
+    texts: list[tuple[str, int, str]] = []
     doc = ast.get_docstring(node)
-    if not doc:
-        return None
-    for line in doc.splitlines():
-        match = _DOC_SIZE.search(line)
-        if match:
-            h = int(match.group("a1") or match.group("b1"))
-            w = int(match.group("a2") or match.group("b2"))
-            if h >= 8 and w >= 8:
-                return {
-                    "kind": "image",
-                    "shape": [None, h, w],
-                    "where": f"{path}:{node.lineno}",
-                    "label": "docstring",
-                }
+    if doc:
+        texts.extend((line, node.lineno, "docstring") for line in doc.splitlines())
+    first = node.lineno - 1
+    while first >= 1 and lines[first - 1].lstrip().startswith("#"):
+        first -= 1
+    for number in range(first + 1, (node.end_lineno or node.lineno) + 1):
+        match = _COMMENT.search(lines[number - 1]) if number <= len(lines) else None
+        if match and number != node.lineno:
+            texts.append((match.group("text"), number, "comment"))
+    for text, number, kind in texts:
+        found = _size_in_text(text)
+        if found is not None:
+            label = "docstring" if kind == "docstring" else f"comment at line {number}"
+            return {"kind": "image", "shape": found, "where": f"{path}:{number}", "label": label}
+    return None
+
+
+def _size_in_text(text: str) -> list[int | None] | None:
+    """[channels or None, height, width] from one line of prose, or None."""
+    named = _TEXT_DATASETS.search(text)
+    dataset = None
+    if named is not None:
+        key = re.sub(r"[-_ ]", "", named.group("name")).upper()
+        dataset = next((v for k, v in DATASETS.items() if k.upper() == key), None)
+    sizes = [
+        m for m in _TEXT_SIZE.finditer(text) if int(m.group("h")) >= 8 and int(m.group("w")) >= 8
+    ]
+    if sizes and (dataset is not None or _TEXT_CONTEXT.search(text)):
+        best = max(sizes, key=lambda m: int(m.group("h")))
+        channels = int(best.group("c")) if best.group("c") else None
+        if channels is None and dataset is not None:
+            channels = dataset[0]
+        return [channels, int(best.group("h")), int(best.group("w"))]
+    if dataset is not None and dataset[1] is not None:
+        return list(dataset)
     return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
@@ -14,10 +14,12 @@ from torch import nn
 from torchlint.shapes.build import Site, site_chain, site_of
 from torchlint.shapes.inputs import InputPlan
 from torchlint.shapes.messages import (
+    argument_node,
     argument_text,
     assigned_name,
     call_argument,
     char_column,
+    corrected_literal,
     first_code_column,
     is_symbolic,
     literal_arguments,
@@ -146,6 +148,8 @@ class Context:
     sources: dict[str, str]  #: abspath -> text of every linted file
     fallback: tuple[str, int]  #: (path, line) of the model's class
     prefix: str = ""  #: a module-level model's name, put before its layers' names
+    hints: dict[str, int] = field(default_factory=dict)  #: input sizes of the run, by name
+    model: nn.Module | None = None  #: the model checked (to find the layer an op belongs to)
 
     def qual(self, name: str | None) -> str | None:
         if name is None or not self.prefix:
@@ -249,23 +253,102 @@ def _layer_site(module: nn.Module, ctx: Context) -> Site | None:
     chain = [s for s in site_chain(module) if s.path in ctx.sources]
     if not chain:
         return None
+    found = _size_argument(module, chain, ctx)
+    return found[0] if found is not None else chain[0]
+
+
+def _size_argument(
+    module: nn.Module, chain: list[Site], ctx: Context
+) -> tuple[Site, int, str] | None:
+    """The call that writes the layer's checked size, and that argument's position/keyword.
+
+    None when the size is not written at any call (a default): the innermost call that
+    passes it on is then the place to report (see `_layer_site`).
+    """
     wanted = next(
         ((pos, kw) for kinds, pos, kw in _SIZE_ARGUMENT if isinstance(module, kinds)), None
     )
     if wanted is None:
-        return chain[0]
+        return (chain[0], -1, "") if chain else None
     position, keyword = wanted
     for index, site in enumerate(chain):
         text = span_text(ctx.sources[site.path], site.line, site.end_line, site.col, site.end_col)
         expr = call_argument(text, position, keyword)
         if expr is None:
-            return chain[max(index - 1, 0)]
+            return (chain[max(index - 1, 0)], -1, "")
         if expr in site.params and index + 1 < len(chain):
             offset = 1 if site.params[0] in ("self", "cls") else 0
             position, keyword = site.params.index(expr) - offset, expr
             continue
-        return site
-    return chain[0]
+        return site, position, keyword
+    return (chain[0], -1, "")
+
+
+@dataclass
+class Correction:
+    """The layer's call with its size corrected, and the edit that writes it."""
+
+    call: str  #: `nn.Linear(32 * 5 * 5, 128)`
+    edit: dict[str, Any]  #: path, line, col, end_line, end_col (1-based chars), content
+
+
+def correction(module: nn.Module | None, value: Any, ctx: Context) -> Correction | None:
+    """How the layer's size argument reads when it is `value` (an int), if it is written
+    as a literal or a simple product at the call that creates it."""
+    if module is None or not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return None
+    chain = [s for s in site_chain(module) if s.path in ctx.sources]
+    found = _size_argument(module, chain, ctx)
+    if found is None or found[1] < 0:
+        return None
+    site, position, keyword = found
+    if site is not chain[0]:
+        return None  # written at a call that builds a block: the block may be what is wrong
+    source = ctx.sources[site.path]
+    node = argument_node(source, site.line, site.col, position, keyword)
+    if node is None or node.end_lineno is None or node.end_col_offset is None:
+        return None
+    if isinstance(module, nn.LayerNorm) and len(module.normalized_shape) != 1:
+        return None
+    content = corrected_literal(node, value)
+    if content is None:
+        return None
+    call = describe_layer_with(module, value)
+    if site.line == site.end_line == node.lineno == node.end_lineno:
+        text = source.splitlines()[site.line - 1].encode("utf-8")
+        before = text[site.col : node.col_offset].decode("utf-8", errors="ignore")
+        after = text[node.end_col_offset : site.end_col].decode("utf-8", errors="ignore")
+        if len(before) + len(content) + len(after) <= 60:
+            call = before + content + after
+    edit = {
+        "path": site.path,
+        "line": node.lineno,
+        "col": char_column(source, node.lineno, node.col_offset) + 1,
+        "end_line": node.end_lineno,
+        "end_col": char_column(source, node.end_lineno, node.end_col_offset) + 1,
+        "content": content,
+    }
+    return Correction(call, edit)
+
+
+def describe_layer_with(module: nn.Module, value: int) -> str:
+    """`nn.Linear(800, 128)`: the layer described with its checked size replaced."""
+    kind = type(module).__name__
+    if isinstance(module, nn.Linear):
+        return f"nn.{kind}({value}, {module.out_features})"
+    if isinstance(module, _CONVS):
+        kernel = module.kernel_size[0] if len(set(module.kernel_size)) == 1 else module.kernel_size
+        return f"nn.{kind}({value}, {module.out_channels}, {kernel})"
+    if isinstance(module, nn.GroupNorm):
+        return f"nn.GroupNorm({module.num_groups}, {value})"
+    return f"nn.{kind}({value})"
+
+
+def with_fix(finding: Finding, fixed: Correction | None) -> Finding:
+    """Attach an unsafe fix (the corrected size) to a finding."""
+    if fixed is not None:
+        finding["fix"] = {"message": f"Write {fixed.call}", "edits": [fixed.edit]}
+    return finding
 
 
 def _location(failure: Failure, ctx: Context, prefer_layer: bool) -> tuple[str, int, int, int, int]:
@@ -338,6 +421,8 @@ def describe_layer(module: nn.Module) -> str:
         return f"nn.{kind}({getattr(module, 'num_features', '...')})"
     if isinstance(module, nn.RNNBase):
         return f"nn.{kind}({module.input_size}, {module.hidden_size})"
+    if not type(module).__module__.startswith("torch."):
+        return f"{kind}(...)"
     return f"nn.{kind}(...)"
 
 
@@ -394,8 +479,13 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
     module = failure.module
     shape = failure.inputs[0] if failure.inputs else None
     evidence = _evidence(ctx)
+    fixed: Correction | None = None
     if code in ("TL601", "TL602", "TL603", "TL604") and module is not None:
         head = layer_head(module, ctx.qual(failure.module_name), ctx)
+        # A literal test tensor that does not fit the first layer may be what is wrong.
+        data_first = ctx.plan.source == "tensor" and failure.producer == "input"
+        if code in ("TL601", "TL603", "TL604") and not data_first:
+            fixed = correction(module, _received_size(module, shape), ctx)
         if code == "TL602":
             assert shape is not None
             arg = _argument(failure, ctx)
@@ -411,13 +501,11 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
         elif code == "TL601":
             assert isinstance(module, nn.Linear) and shape
             got = shape[-1]
-            never = (
-                f", never {module.in_features} for any input size"
-                if is_symbolic(got) and not evidence
-                else ""
-            )
+            expected = in_features(module)
+            symbolic = is_symbolic(got) and not evidence
+            never = f", never {expected} for any input size" if symbolic else ""
             message = (
-                f"{head} expects {module.in_features} input features, but "
+                f"{head} expects {expected} input features, but "
                 f"{_producer_phrase(failure, show(got, names), ctx)}{evidence}{never}"
                 f"{_seen(failure, ctx)}"
             )
@@ -432,9 +520,77 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             )
         else:
             message = _norm_message(head, module, failure, ctx) + evidence + _seen(failure, ctx)
-        return _finding(code, message, failure, ctx, prefer_layer=True)
+        if fixed is not None:
+            message += f"; write {fixed.call}"
+        elif data_first and code in ("TL601", "TL603", "TL604"):
+            value = _received_size(module, shape)
+            if value is not None:
+                message += f"; if the data is right, write {describe_layer_with(module, value)}"
+        return with_fix(_finding(code, message, failure, ctx, prefer_layer=True), fixed)
     message = _op_message(failure, ctx) + evidence
+    owner = custom_layer(failure, ctx) if module is None else None
+    if owner is not None:
+        # Inside a custom layer's forward (an RMSNorm, GPT-2's Conv1D): the layer as built
+        # in its parent is where its sizes are chosen; the op's line is named.
+        name, layer = owner
+        head = layer_head(layer, ctx.qual(name), ctx)
+        where = _where(failure)
+        text = f"{head}: {message}" + (f" (in its forward, {where})" if where else "")
+        finding = _finding("TL605", text, failure, ctx, False)
+        site = site_of(layer)
+        if site is not None and site.path in ctx.sources:
+            source = ctx.sources[site.path]
+            finding.update(
+                path=site.path,
+                line=site.line,
+                col=char_column(source, site.line, site.col) + 1,
+                end_line=site.end_line,
+                end_col=char_column(source, site.end_line, site.end_col) + 1,
+            )
+        return finding
     return _finding("TL605", message, failure, ctx, prefer_layer=module is not None)
+
+
+def custom_layer(failure: Failure, ctx: Context) -> tuple[str, nn.Module] | None:
+    """The innermost submodule (not the model itself) whose own forward holds the failing op."""
+    if ctx.model is None or failure.frame is None:
+        return None
+    path, line, _ = failure.frame
+    shapes = {tuple(s) for s in failure.inputs if s is not None}
+    best: tuple[str, nn.Module] | None = None
+    best_key = (-1, False)
+    for name, layer in ctx.model.named_modules():
+        if not name:
+            continue
+        code = getattr(getattr(type(layer), "forward", None), "__code__", None)
+        if code is None or code.co_filename != path:
+            continue
+        lines = [n for _, _, n in code.co_lines() if n is not None]
+        if not lines or not min(lines) <= line <= max(lines):
+            continue
+        # Deepest first; among layers of one class, the one whose weights the op received.
+        own = {tuple(p.shape) for p in layer.parameters(recurse=False)}
+        key = (name.count("."), bool(own & shapes))
+        if key > best_key:
+            best, best_key = (name, layer), key
+    return best
+
+
+def _received_size(module: nn.Module, shape: Any) -> int | None:
+    """The size the layer would need to take what reached it (an int, or None)."""
+    if not shape:
+        return None
+    if isinstance(module, (nn.Linear, nn.LayerNorm)):
+        value = shape[-1]
+    elif isinstance(module, (*_CONVS, *_NORMS)):
+        if len(shape) < 2:
+            return None
+        value = shape[1]
+    else:
+        return None
+    if isinstance(value, sympy.Integer):
+        value = int(value)
+    return value if isinstance(value, int) else None
 
 
 def _norm_message(head: str, module: nn.Module, failure: Failure, ctx: Context) -> str:
@@ -518,27 +674,184 @@ def _finding(
     }
 
 
+#: Input sizes people train on: image sides (MNIST, CIFAR, STL, ImageNet crops, ...).
+COMMON_IMAGE_SIZES = (28, 32, 64, 96, 128, 224, 256, 299, 384, 512, 1024)
+
+
 def constraint(failure: Failure, condition: Any, squares: list[int], ctx: Context) -> Finding:
-    """TL606: the model works only for some input sizes."""
+    """TL606: the model works only for some input sizes; TL607 when none is a usual one."""
 
     module = failure.module
     name = short_name(failure, ctx)
     if isinstance(module, nn.Linear):
-        what = f"{name} expects {module.in_features} features"
+        what = f"{name} expects {in_features(module)} features"
     elif isinstance(module, _CONVS):
         what = f"{name} expects {module.in_channels} channels"
-    elif module is not None:
-        what = f"{name} needs a particular input size"
     else:
         what = f"{name} needs a particular input size"
     spatial = sorted({n for n in ctx.names.values() if n in ("H", "W", "D")}, key="DHW".index)
     if squares and spatial:
         label = "\u00d7".join(spatial)
         holds = f"{label} = {_squares(squares, len(spatial))}"
+        uncommon = _uncommon(failure, condition, squares, spatial, ctx)
+        if uncommon is not None:
+            return uncommon
     else:
         holds = _condition_text(condition, ctx.names)
+        uncommon = _uncommon_length(failure, condition, ctx)
+        if uncommon is not None:
+            return uncommon
     message = f"{what}: holds only for {holds}"
     return _finding("TL606", message, failure, ctx, prefer_layer=True)
+
+
+#: Attributes (of the model, its layers or its config) that give a model's own length.
+_LENGTH_ATTRIBUTES = (
+    "block_size",
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "max_len",
+    "seq_len",
+)
+
+
+def _own_length(model: nn.Module | None) -> tuple[str, int] | None:
+    if model is None:
+        return None
+    holders = [model, getattr(model, "config", None), *model.modules()]
+    for holder in holders:
+        for attr in _LENGTH_ATTRIBUTES:
+            value = getattr(holder, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+                return attr, value
+    return None
+
+
+def _uncommon_length(failure: Failure, condition: Any, ctx: Context) -> Finding | None:
+    """TL607 for a sequence model (without evidence) that rejects its own length."""
+    own = _own_length(ctx.model)
+    if own is None or ctx.plan.evidenced or not isinstance(condition, sympy.Eq):
+        return None
+    symbols = [s for s in condition.free_symbols if ctx.names.get(s, "")[:1] in "LT"]
+    sized = [side for side in condition.args if getattr(side, "free_symbols", None)]
+    if len(symbols) != 1 or len(sized) != 1:
+        return None
+    role = ctx.names[symbols[0]]
+    accepted = [n for n in range(1, 4097) if _holds_at(condition, role, n, ctx)]
+    if not accepted or len(accepted) > 64 or own[1] in accepted:
+        return None
+    attr, length = own
+    value = _value_at_role(sized[0], role, length, ctx)
+    module = failure.module
+    name = short_name(failure, ctx)
+    head = layer_head(module, ctx.qual(failure.module_name), ctx) if module else name
+    shown = ", ".join(map(str, accepted[:4])) + (", ..." if len(accepted) > 4 else "")
+    message = f"{head} only fits {role} = {shown}, not the model's own {attr} = {length}"
+    fixed = None
+    if value is not None and value > 0 and isinstance(module, nn.Linear):
+        fixed = correction(module, value, ctx)
+        call = fixed.call if fixed else describe_layer_with(module, value)
+        message += f"; for {role} = {length} {name} needs {value} features: {call}"
+    return with_fix(_finding("TL607", message, failure, ctx, prefer_layer=True), fixed)
+
+
+def _holds_at(condition: Any, role: str, size: int, ctx: Context) -> bool:
+    lhs = _value_at_role(condition.lhs, role, size, ctx)
+    rhs = _value_at_role(condition.rhs, role, size, ctx)
+    return lhs is not None and lhs == rhs
+
+
+def _value_at_role(expr: Any, role: str, size: int, ctx: Context) -> int | None:
+    """A size expression with the `role` size (L) = `size`, others at their hints."""
+    from torchlint.shapes.solve import Unsupported, compile_expr
+
+    if isinstance(expr, (int, sympy.Integer)):
+        return int(expr)
+    env = {}
+    for symbol in expr.free_symbols:
+        name = ctx.names.get(symbol)
+        if name is None:
+            return None
+        env[symbol] = torch.tensor(size if name == role else ctx.hints.get(name, 1))
+    try:
+        with torch.no_grad():
+            return int(compile_expr(expr)(env))
+    except (Unsupported, RuntimeError, TypeError, ValueError):
+        return None
+
+
+def _uncommon(
+    failure: Failure, condition: Any, squares: list[int], spatial: list[str], ctx: Context
+) -> Finding | None:
+    """TL607 for a model (without evidence) that accepts no usual image size."""
+    if ctx.plan.evidenced or set(squares) & set(COMMON_IMAGE_SIZES):
+        return None
+    if not isinstance(condition, sympy.Eq):
+        return None
+    sized = [side for side in condition.args if getattr(side, "free_symbols", None)]
+    if len(sized) != 1:
+        return None
+    expr = sized[0]
+    values = {}
+    for size in COMMON_IMAGE_SIZES:
+        value = _value_at(expr, size, ctx)
+        if value is not None and value > 0:
+            values[size] = value
+    module = failure.module
+    label = "\u00d7".join(spatial)
+    name = short_name(failure, ctx)
+    head = layer_head(module, ctx.qual(failure.module_name), ctx) if module else name
+    accepted = _squares(squares, len(spatial))
+    message = f"{head} only fits {label} = {accepted} inputs, none of the usual image sizes"
+    fixed = None
+    if values:
+        size = _nearest(values, squares, ctx)
+        value = values[size]
+        side = "\u00d7".join([str(size)] * len(spatial))
+        if isinstance(module, nn.Linear):
+            fixed = correction(module, value, ctx)
+            call = fixed.call if fixed else describe_layer_with(module, value)
+            message += f"; for {side} input {name} needs {value} features: {call}"
+        else:
+            message += f"; for {side} input it gets {value}"
+    return with_fix(_finding("TL607", message, failure, ctx, prefer_layer=True), fixed)
+
+
+def _value_at(expr: Any, size: int, ctx: Context) -> int | None:
+    """A size expression evaluated with every spatial size = `size` (others at their hints)."""
+    from torchlint.shapes.solve import Unsupported, compile_expr
+
+    env = {}
+    for symbol in expr.free_symbols:
+        role = ctx.names.get(symbol)
+        if role is None:
+            return None
+        env[symbol] = torch.tensor(size if role[:1] in "HWD" else ctx.hints.get(role, 1))
+    try:
+        with torch.no_grad():
+            return int(compile_expr(expr)(env))
+    except (Unsupported, RuntimeError, TypeError, ValueError):
+        return None
+
+
+def _nearest(values: dict[int, int], squares: list[int], ctx: Context) -> int:
+    """The usual size to suggest: 28 for one-channel images, else the nearest one."""
+    spec = ctx.plan.specs[0] if ctx.plan.specs else None
+    dims = spec.dims if spec is not None else []
+    if 28 in values and len(dims) == 4 and dims[1].name is None and dims[1].hint == 1:
+        return 28
+    low = min(squares)
+    return min(values, key=lambda size: (abs(size - low), size))
+
+
+def in_features(module: nn.Linear) -> int:
+    """The features a Linear takes, read from its weight (`__init__` may replace it)."""
+    weight = getattr(module, "weight", None)
+    shape = getattr(weight, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return int(shape[1])
+    return module.in_features
 
 
 def _squares(values: list[int], rank: int) -> str:

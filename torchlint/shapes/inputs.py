@@ -168,7 +168,12 @@ def tensor_plan(evidence: dict[str, Any], count: int) -> InputPlan | None:
 
 
 def image_plan(evidence: dict[str, Any], inferred: list[InputPlan] | None) -> InputPlan | None:
-    """An image size applies to a model whose input is [N, C, H, W] with matching channels."""
+    """An image size applies to a model whose input is [N, C, H, W].
+
+    The evidence's channels (1 for MNIST) win over the first layer's when the evidence is
+    about this model (its docstring, data it is called on): a first conv that takes 2
+    channels on MNIST data is then reported at that conv, not passed over.
+    """
     if not inferred:
         return None
     channels, height, width = evidence["shape"]
@@ -179,12 +184,18 @@ def image_plan(evidence: dict[str, Any], inferred: list[InputPlan] | None) -> In
         if len(dims) != 4 or dims[2].name != "H" or dims[3].name != "W":
             continue
         c = dims[1]
-        if c.name is not None or (channels is not None and c.hint != channels):
+        if c.name is not None:
             continue
+        if channels is not None and c.hint != channels:
+            if not evidence.get("direct", True):
+                continue
+            c = Dim.fixed(channels)
         shape = [dims[0], c, Dim.fixed(height), Dim.fixed(width)]
         text = f"[N, {c.hint}, {height}, {width}]"
         if evidence["label"] == "docstring":
             label = f"the input {text} from the class docstring"
+        elif evidence["label"].startswith("comment at"):
+            label = f"the input {text} from the {evidence['label']}"
         else:
             where = os.path.basename(evidence["where"])
             label = f"{evidence['label']} images {text} used at {where}"

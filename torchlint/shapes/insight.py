@@ -95,7 +95,11 @@ def collect(targets: list[Target], *, timeout: float = 20.0) -> Insight:
                 described.add(table["model"])
         for name, line in sorted(models.items(), key=lambda item: item[1]):
             if name not in described:
-                reason = _reason(diagnostics.get(display, []), line) or "not checked"
+                reason = (
+                    _reason(diagnostics.get(display, []), line)
+                    or _inside(name, insight.tables)
+                    or "not checked"
+                )
                 insight.skipped.append((display, name, line, reason))
     return insight
 
@@ -117,9 +121,18 @@ def _models(info: Any) -> dict[str, int]:
     found = {name: cls.line for name, cls in info.classes.items()}
     lines = info.source.splitlines()
     for name in info.module_level:
-        pattern = re.compile(rf"^{re.escape(name)}\s*=")
+        pattern = re.compile(rf"^(?:{re.escape(name)}\s*=|def {re.escape(name)}\b)")
         found[name] = next((i for i, t in enumerate(lines, 1) if pattern.match(t)), 1)
     return found
+
+
+def _inside(name: str, tables: list[Table]) -> str | None:
+    """ "checked inside ResNet (layer1.0)": a block with no table of its own."""
+    for table in tables:
+        row = next((r for r in table.get("rows", []) if r.get("type") == name), None)
+        if row is not None:
+            return f"checked inside {table['model']} (as {row['name']}); see its table"
+    return None
 
 
 def _reason(diagnostics: list[Diagnostic], line: int) -> str | None:

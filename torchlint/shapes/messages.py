@@ -240,3 +240,54 @@ def first_code_column(source: str, line: int) -> int:
         text = lines[line - 1]
         return len(text) - len(text.lstrip())
     return 0
+
+
+# -- corrected sizes -----------------------------------------------------------------------
+
+
+def argument_node(source: str, line: int, col: int, position: int, keyword: str) -> ast.AST | None:
+    """The argument node of the call that starts at (line, byte col), by position or keyword."""
+    tree = _tree(source)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno == line and node.col_offset == col:
+            for kw in node.keywords:
+                if kw.arg == keyword:
+                    return kw.value
+            if 0 <= position < len(node.args):
+                if any(isinstance(a, ast.Starred) for a in node.args[: position + 1]):
+                    return None
+                return node.args[position]
+            return None
+    return None
+
+
+def _factors(node: ast.AST) -> list[int] | None:
+    """`32 * 7 * 7` -> [32, 7, 7]; a bare integer -> [n]; anything else -> None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return [node.value]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        left, right = _factors(node.left), _factors(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def corrected_literal(node: ast.AST, value: int) -> str | None:
+    """The source for `value` in the form of the literal it replaces, or None when the
+    argument is not a literal or a simple product.
+
+    `32 * 7 * 7` becomes `32 * 5 * 5` for 800; `128 * 4` becomes `128 * 2` for 256; a
+    product that cannot keep its form becomes the plain number.
+    """
+    factors = _factors(node)
+    if factors is None:
+        return None
+    if len(factors) == 3 and factors[1] == factors[2] and value % factors[0] == 0:
+        side = round((value // factors[0]) ** 0.5)
+        if side > 0 and side * side * factors[0] == value:
+            return f"{factors[0]} * {side} * {side}"
+    if len(factors) == 2 and value % factors[0] == 0:
+        return f"{factors[0]} * {value // factors[0]}"
+    return str(value)

@@ -149,6 +149,7 @@ def check_job(
         checker = FileChecker(project, project.texts, deadline=deadline)
     findings = checker.check_job(job)
     result = {"findings": findings, "models": checker.stats.models, "stubbed": project.stubbed}
+    result.update(pending=checker.pending, covered=checker.covered_classes())
     tables = getattr(checker, "tables", None)
     if tables is not None:
         result["tables"] = tables

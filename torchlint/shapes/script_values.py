@@ -1,0 +1,149 @@
+"""Module-level names a script computes from its command line, valued from argparse defaults.
+
+A training script builds its model from options: `ngf = int(opt.ngf)` after
+`opt = parser.parse_args()`, and `Generator(ngpu)` reads `ngf` as a global. The script is
+never run; when building a model needs such a name, its assignment is evaluated here with
+`opt` standing for the parser's `default=` values, read from the source. Only plain
+expressions are evaluated: names, attributes, literals, arithmetic, and a few pure builtins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+from typing import Any
+
+_PURE_CALLS = frozenset({"int", "float", "str", "bool", "round", "min", "max", "abs", "len"})
+_PARSE = ("parse_args", "parse_known_args")
+
+
+def recover(module: Any, name: str) -> bool:
+    """Define `name` in `module` from its top-level assignment, if it can be valued."""
+    namespace = vars(module)
+    tree = _tree(module)
+    if tree is None or name in namespace:
+        return False
+    options = _options(tree)
+    return _define(name, tree, namespace, options, depth=0)
+
+
+def _tree(module: Any) -> ast.Module | None:
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return ast.parse(handle.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _assignment(tree: ast.Module, name: str) -> ast.expr | None:
+    """The value of the first module-level `name = ...`, in a branch (`if opt.dataset ==
+    'mnist': nc = 1`) if need be: the first branch stands for the script's usual case."""
+    stack: list[ast.stmt] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name
+        ):
+            return node.value
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+            children = [*node.body, *getattr(node, "orelse", [])]
+            stack.extend(reversed(children))
+    return None
+
+
+def _options(tree: ast.Module) -> dict[str, argparse.Namespace]:
+    """`{"opt": Namespace(ngf=64, ...)}` for each `opt = parser.parse_args()` at top level."""
+    defaults: dict[str, dict[str, Any]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+            and isinstance(node.func.value, ast.Name)
+        ):
+            found = _argument_default(node)
+            if found is not None:
+                defaults.setdefault(node.func.value.id, {}).setdefault(*found)
+    options = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(value, ast.Subscript):  # parser.parse_known_args()[0]
+            value = value.value
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _PARSE
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id in defaults
+        ):
+            options[target.id] = argparse.Namespace(**defaults[value.func.value.id])
+    return options
+
+
+def _argument_default(call: ast.Call) -> tuple[str, Any] | None:
+    """(dest, default) of one `add_argument` call, when both are literal."""
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    dest_node = keywords.get("dest")
+    if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+        dest = dest_node.value
+    else:
+        longs = [f for f in flags if f.startswith("--")]
+        if not (longs or flags):
+            return None
+        dest = (longs or flags)[0].lstrip("-").replace("-", "_")
+    action = keywords.get("action")
+    default: Any = None
+    if "default" in keywords:
+        try:
+            default = ast.literal_eval(keywords["default"])
+        except (ValueError, SyntaxError):
+            return None
+    elif isinstance(action, ast.Constant) and action.value in ("store_true", "store_false"):
+        default = action.value == "store_false"
+    return dest, default
+
+
+def _define(
+    name: str,
+    tree: ast.Module,
+    namespace: dict[str, Any],
+    options: dict[str, argparse.Namespace],
+    depth: int,
+) -> bool:
+    value = _assignment(tree, name)
+    if value is None or depth > 8 or not _plain(value):
+        return False
+    for needed in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}:
+        known = needed in namespace or needed in options or hasattr(builtins, needed)
+        if not known and not _define(needed, tree, namespace, options, depth + 1):
+            return False
+    try:
+        code = compile(ast.Expression(value), "<options>", "eval")
+        namespace[name] = eval(code, {**namespace, **options})
+    except Exception:
+        return False
+    return True
+
+
+def _plain(node: ast.expr) -> bool:
+    """Only names, attributes, literals, arithmetic and pure builtin calls."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            if not (isinstance(inner.func, ast.Name) and inner.func.id in _PURE_CALLS):
+                return False
+        elif isinstance(inner, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        elif isinstance(inner, (ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp)):
+            return False
+    return True
