@@ -245,6 +245,8 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
             module = sys.modules.get(getattr(cls, "__module__", ""))
             if not missing or module is None or not script_values.recover(module, missing):
                 raise
+            args = [script_values.resolved(a, module) for a in args]
+            kwargs = {k: script_values.resolved(v, module) for k, v in kwargs.items()}
     raise BuildError(f"{getattr(cls, '__name__', cls)} needs too many undefined names")
 
 

@@ -91,12 +91,14 @@ class Unavailable:
     __torchlint_stub__ = True
 
     def __init__(self, name: str, line: int) -> None:
+        object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_what", f"{name} (line {line})")
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise NameError(
             f"{object.__getattribute__(self, '_what')} is not available: the shape check"
-            " does not run the code that computes it"
+            " does not run the code that computes it",
+            name=object.__getattribute__(self, "_name"),
         )
 
     def __getattr__(self, name: str) -> Any:

@@ -22,10 +22,24 @@ def recover(module: Any, name: str) -> bool:
     """Define `name` in `module` from its top-level assignment, if it can be valued."""
     namespace = vars(module)
     tree = _tree(module)
-    if tree is None or name in namespace:
+    if tree is None or (name in namespace and not _stand_in(namespace[name])):
         return False
     options = _options(tree)
     return _define(name, tree, namespace, options, depth=0)
+
+
+def _stand_in(value: object) -> bool:
+    """A value the slicer left out and bound to a stand-in (`loader.Unavailable`)."""
+    return bool(getattr(type(value), "__torchlint_stub__", False))
+
+
+def resolved(value: object, module: Any) -> object:
+    """`value`, or what `recover` has since defined for the stand-in it is."""
+    if not _stand_in(value):
+        return value
+    name = object.__getattribute__(value, "_name")
+    found = vars(module).get(name, value)
+    return value if _stand_in(found) else found
 
 
 def _tree(module: Any) -> ast.Module | None:
@@ -125,7 +139,11 @@ def _define(
     if value is None or depth > 8 or not _plain(value):
         return False
     for needed in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}:
-        known = needed in namespace or needed in options or hasattr(builtins, needed)
+        known = (
+            (needed in namespace and not _stand_in(namespace[needed]))
+            or needed in options
+            or hasattr(builtins, needed)
+        )
         if not known and not _define(needed, tree, namespace, options, depth + 1):
             return False
     try:
