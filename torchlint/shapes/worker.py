@@ -301,16 +301,16 @@ def run_in_child(job: dict[str, Any], project: Project, timeout: float) -> dict[
     if not finished:
         return {"error": f"timed out after {timeout:g} s"}
     try:
-        return json.loads(b"".join(chunks) or b"null") or _crash(status)
+        return json.loads(b"".join(chunks) or b"null") or _crash(status, timeout)
     except ValueError:
-        return _crash(status)
+        return _crash(status, timeout)
 
 
-def _crash(status: int) -> dict[str, Any]:
+def _crash(status: int, timeout: float) -> dict[str, Any]:
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         if signum in (signal.SIGXCPU, signal.SIGKILL):
-            return {"error": f"the check was killed (signal {signum}: CPU time limit)"}
+            return {"error": f"timed out after {timeout:g} s (the CPU time limit ended it)"}
         return {"error": f"the check crashed (signal {signum})"}
     return {"error": f"the check stopped its process (exit status {os.WEXITSTATUS(status)})"}
 
