@@ -23,7 +23,9 @@ from torchlint.shapes import findings as F
 from torchlint.shapes.build import NeedsArguments, build, constructor_arguments, site_of
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
+    Dim,
     InputPlan,
+    TensorSpec,
     combine,
     declared_plan,
     forward_inputs,
@@ -318,7 +320,24 @@ class FileChecker:
                     if self._sized_layer_failed(model, plan, world.hints):
                         self._harvest(model, plan, hints, graph_for_analysis, result)
                     return result
-        return self._search(model, plan, dict(world.hints), graph_for_analysis, result)
+        result = self._search(model, plan, dict(world.hints), graph_for_analysis, result)
+        freed = _freed(plan) if result.code is not None else None
+        if freed is not None:
+            # An inferred plan fixes a size from the first layer that reads the input; the
+            # forward may change that size first (`x[:, :, 2:]`): solve for it instead.
+            retry = self._search(model, freed, dict(world.hints), graph_for_analysis, PlanResult())
+            if retry.ok or not _same_site(retry, result):
+                retry.constraints = []  # conditions on the freed sizes are not the user's
+                return retry
+        if result.code is not None:
+            # A definite failure holds for every size; one found after sizes were solved for
+            # (an audio model's length) may only hold for small ones.
+            for scale in _SCALES:
+                hints = {**result.hints, **{n: result.hints[n] * scale for n in sizes}}
+                probe = World(model, plan, hints, symbolic=False, session=self._session(model))
+                if run_direct(probe) is None:
+                    return PlanResult(ok=True, pinned=True, hints=hints)
+        return result
 
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
@@ -408,6 +427,11 @@ class FileChecker:
             result.failure = failure
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
+            fixed = world.specialized()
+            if code is not None and fixed:
+                # Seen at one size only: the op that fixed it hides whether others work.
+                result.reason = self._failure_reason(failure) + _fixed_note(fixed)
+                return result
             guard = _failing_guard(failure, world, flipped)
             if guard is None:
                 if code is None:
@@ -443,11 +467,35 @@ class FileChecker:
 
 #: Sizes tried (for all spatial or length dims at once) when the first guess fails.
 PROBE_SIZES = (32, 28, 224, 64)
+#: Scales of the last sizes tried before a failure is called definite.
+_SCALES = (4, 16, 64)
 
 
 def _probed_dims(plan: InputPlan) -> list[str]:
     names = {d.name for spec in plan.specs for d in spec.dims if d.name}
     return sorted(n for n in names if n[:1] in "HWDTL")
+
+
+def _fixed_note(fixed: dict[str, str]) -> str:
+    """` (`unfold` needs concrete sizes: only N=2, L=16 was tried)`."""
+    ops = ", ".join(f"`{op}`" for op in dict.fromkeys(fixed.values()))
+    return f" ({ops} fixed the input sizes {', '.join(fixed)}: no other size was tried)"
+
+
+def _freed(plan: InputPlan) -> InputPlan | None:
+    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any."""
+    if plan.evidenced:
+        return None
+    specs, count = [], 0
+    for spec in plan.specs:
+        dims = []
+        for dim in spec.dims:
+            if dim.name is None:
+                dim = Dim(f"F{count}", dim.hint)
+                count += 1
+            dims.append(dim)
+        specs.append(TensorSpec(dims, spec.dtype))
+    return InputPlan(specs, plan.source, plan.label) if count else None
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:
