@@ -35,6 +35,7 @@ def check_files(
     timeout: float = 20.0,
     tables: dict[str, list[dict[str, Any]]] | None = None,
     only: Collection[tuple[str, str]] | None = None,
+    stats: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
@@ -43,6 +44,8 @@ def check_files(
     With `tables` (a dict to fill), the worker also describes each model it checked, layer
     by layer (`torchlint.shapes.table`), stored by path. With `only` ((path, name) pairs),
     just those classes and module-level models are checked; the other files are evidence.
+    With `stats` (a dict to fill), how each model was checked (`fx` or the hooks `fallback`,
+    its result, seconds) is stored by path, for benchmarks.
     """
     from torchlint.shapes import discover, evidence
 
@@ -118,6 +121,8 @@ def check_files(
             ]
         else:
             found = result.get("findings", [])
+            if stats is not None:
+                stats[info.path] = result.get("models", [])
             if tables is not None:
                 tables[info.path] = result.get("tables", [])
         for item in found:
