@@ -110,6 +110,7 @@ class Project(importlib.abc.MetaPathFinder):
         meta_context: Callable[[], contextlib.AbstractContextManager[Any]],
     ) -> None:
         environment = _environment_paths()
+        self.environment = tuple(sorted(environment))
         self.roots = [
             r
             for r in dict.fromkeys(os.path.abspath(r) for r in roots)
@@ -145,8 +146,12 @@ class Project(importlib.abc.MetaPathFinder):
         if len(parts) > 1 and path:
             for directory in path:
                 base = os.path.join(directory, parts[-1])
-                if os.path.isdir(base) and any(
-                    os.path.abspath(directory).startswith(r) for r in self.roots
+                where = os.path.abspath(directory)
+                if (
+                    os.path.isdir(base)
+                    and any(where.startswith(r) for r in self.roots)
+                    # An installed package in a virtualenv inside the project is not a project's.
+                    and not any(where.startswith(e + os.sep) for e in self.environment)
                 ):
                     spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
                     spec.submodule_search_locations = [base]
