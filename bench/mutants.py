@@ -262,6 +262,7 @@ def main() -> None:
     parser.add_argument("--zoo", action="append", help="examples, nanoGPT, torchvision, ...")
     parser.add_argument("--limit", type=int, default=4, help="kept mutants per file")
     parser.add_argument("--files", type=int, default=None, help="at most N files per zoo")
+    parser.add_argument("--match", action="append", help="only files whose path has this")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--src", type=Path, default=Path("bench/src"), help="source trees")
     parser.add_argument("--json", type=Path)
@@ -274,6 +275,8 @@ def main() -> None:
         if missing:
             print(f"{zoo}: left out: {missing}")
             continue
+        if args.match:
+            paths = [p for p in paths if any(m in str(p) for m in args.match)]
         for path in paths:
             files.append(bench_file(path, args.limit, args.timeout, rows))
     kinds = Counter(r["kind"] for r in rows)

@@ -208,7 +208,10 @@ def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str,
         classes += sum(1 for c in info.classes.values() if _defines_forward(c.node))
     stats: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
-    found = check_files(pairs, timeout=timeout, stats=stats)
+    try:
+        found = check_files(pairs, timeout=timeout, stats=stats)
+    except TypeError:  # an older torchlint (to compare with): no per-model records
+        found = check_files(pairs, timeout=timeout)
     wall = time.perf_counter() - started
     records = [r for rs in stats.values() for r in rs]
     checked = [r for r in records if r.get("result") in ("ok", "finding")]
