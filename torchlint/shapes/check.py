@@ -329,7 +329,7 @@ class FileChecker:
             if retry.ok or not _same_site(retry, result):
                 retry.constraints = []  # conditions on the freed sizes are not the user's
                 return retry
-        if result.code is not None:
+        if result.code is not None and sizes:
             # A definite failure holds for every size; one found after sizes were solved for
             # (an audio model's length) may only hold for small ones.
             for scale in _SCALES:
@@ -477,7 +477,7 @@ def _probed_dims(plan: InputPlan) -> list[str]:
 
 
 def _fixed_note(fixed: dict[str, str]) -> str:
-    """` (`unfold` needs concrete sizes: only N=2, L=16 was tried)`."""
+    """` (`unfold` fixed the input sizes N, L: no other size was tried)`."""
     ops = ", ".join(f"`{op}`" for op in dict.fromkeys(fixed.values()))
     return f" ({ops} fixed the input sizes {', '.join(fixed)}: no other size was tried)"
 
