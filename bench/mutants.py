@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import subprocess
 import sys
@@ -96,7 +97,7 @@ def _segment(source: str, node: ast.AST) -> str:
 
 
 def mutants(source: str) -> list[Mutant]:
-    """Every one-change shape mutant of a file, in source order."""
+    """Every one-change shape mutant of a file."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -153,8 +154,14 @@ def mutants(source: str) -> list[Mutant]:
                     "flatten removed",
                 )
             )
+    # Round robin over the kinds (in source order within each), so that a limit keeps some
+    # of every kind rather than the first layers of `__init__`.
     found.sort(key=lambda m: m.line)
-    return found
+    kinds: dict[str, list[Mutant]] = {}
+    for mutant in found:
+        kinds.setdefault(mutant.kind, []).append(mutant)
+    mixed = itertools.zip_longest(*kinds.values())
+    return [m for group in mixed for m in group if m is not None]
 
 
 def _bumped(source: str, node: ast.expr) -> str:
