@@ -339,6 +339,27 @@ class FileChecker:
                     return PlanResult(ok=True, pinned=True, hints=hints)
         return result
 
+    def _fails_alike(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        fixed: dict[str, str],
+        failure: Failure,
+    ) -> bool:
+        """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
+        take other values: each one more, then all equal (a view by one of them)."""
+        top = max(hints[n] for n in fixed)
+        trials = [{n: hints[n] + 1 for n in fixed}, dict.fromkeys(fixed, top + 1)]
+        for trial in trials:
+            world = World(
+                model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)
+            )
+            again = analyze_hooks(world, self.user_files)
+            if again is None or again.module is not failure.module or again.op != failure.op:
+                return False
+        return True
+
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
 
@@ -428,7 +449,11 @@ class FileChecker:
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
             fixed = world.specialized()
-            if code is not None and fixed:
+            if (
+                code is not None
+                and fixed
+                and not self._fails_alike(model, plan, hints, fixed, failure)
+            ):
                 # Seen at one size only: the op that fixed it hides whether others work.
                 result.reason = self._failure_reason(failure) + _fixed_note(fixed)
                 return result
@@ -477,9 +502,10 @@ def _probed_dims(plan: InputPlan) -> list[str]:
 
 
 def _fixed_note(fixed: dict[str, str]) -> str:
-    """` (`unfold` fixed the input sizes N, L: no other size was tried)`."""
+    """` (`unfold` fixed the input sizes N, L; at other values this failure goes away)`."""
     ops = ", ".join(f"`{op}`" for op in dict.fromkeys(fixed.values()))
-    return f" ({ops} fixed the input sizes {', '.join(fixed)}: no other size was tried)"
+    names = ", ".join(fixed)
+    return f" ({ops} fixed the input sizes {names}; at other values this failure goes away)"
 
 
 def _freed(plan: InputPlan) -> InputPlan | None:
