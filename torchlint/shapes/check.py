@@ -348,9 +348,9 @@ class FileChecker:
         failure: Failure,
     ) -> bool:
         """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
-        take other values: each one more, then all equal (a view by one of them)."""
-        top = max(hints[n] for n in fixed)
-        trials = [{n: hints[n] + 1 for n in fixed}, dict.fromkeys(fixed, top + 1)]
+        take other values: each one more, then every free size equal (a view by one of them)."""
+        top = max(hints.values())
+        trials = [{n: hints[n] + 1 for n in fixed}, dict.fromkeys(hints, top + 1)]
         for trial in trials:
             world = World(
                 model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)
