@@ -45,6 +45,7 @@ def check_files(
     timeout: float | None = None,
     tables: dict[str, list[dict[str, Any]]] | None = None,
     only: Collection[tuple[str, str]] | None = None,
+    stats: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
@@ -54,6 +55,8 @@ def check_files(
     by layer (`torchlint.shapes.table`), stored by path. With `only` ((path, name) pairs),
     just those classes and module-level models are checked; the other files are evidence.
     `timeout` is per file (default 20 s, or `TORCHLINT_SHAPES_TIMEOUT`).
+    With `stats` (a dict to fill), how each model was checked (`fx` or the hooks `fallback`,
+    its result, seconds) is stored by path, for benchmarks.
     """
     if timeout is None:
         try:
@@ -135,6 +138,8 @@ def check_files(
             ]
         else:
             found = result.get("findings", [])
+            if stats is not None:
+                stats[info.path] = result.get("models", [])
             if tables is not None:
                 tables[info.path] = result.get("tables", [])
         for item in found:

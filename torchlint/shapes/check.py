@@ -33,7 +33,9 @@ from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
+    Dim,
     InputPlan,
+    TensorSpec,
     combine,
     declared_plan,
     forward_inputs,
@@ -452,7 +454,45 @@ class FileChecker:
                     if self._sized_layer_failed(model, plan, world.hints):
                         self._harvest(model, plan, hints, graph_for_analysis, result)
                     return result
-        return self._search(model, plan, dict(world.hints), graph_for_analysis, result)
+        result = self._search(model, plan, dict(world.hints), graph_for_analysis, result)
+        freed = _freed(plan) if result.code is not None else None
+        if freed is not None:
+            # An inferred plan fixes a size from the first layer that reads the input; the
+            # forward may change that size first (`x[:, :, 2:]`): solve for it instead.
+            retry = self._search(model, freed, dict(world.hints), graph_for_analysis, PlanResult())
+            if retry.ok or not _same_site(retry, result):
+                retry.constraints = []  # conditions on the freed sizes are not the user's
+                return retry
+        if result.code is not None and sizes:
+            # A definite failure holds for every size; one found after sizes were solved for
+            # (an audio model's length) may only hold for small ones.
+            for scale in _SCALES:
+                hints = {**result.hints, **{n: result.hints[n] * scale for n in sizes}}
+                probe = World(model, plan, hints, symbolic=False, session=self._session(model))
+                if run_direct(probe) is None:
+                    return PlanResult(ok=True, pinned=True, hints=hints)
+        return result
+
+    def _fails_alike(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        fixed: dict[str, str],
+        failure: Failure,
+    ) -> bool:
+        """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
+        take other values: each one more, then every free size equal (a view by one of them)."""
+        top = max(hints.values())
+        trials = [{n: hints[n] + 1 for n in fixed}, dict.fromkeys(hints, top + 1)]
+        for trial in trials:
+            world = World(
+                model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)
+            )
+            again = analyze_hooks(world, self.user_files)
+            if again is None or again.module is not failure.module or again.op != failure.op:
+                return False
+        return True
 
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
@@ -542,6 +582,15 @@ class FileChecker:
             result.failure = failure
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
+            fixed = world.specialized()
+            if (
+                code is not None
+                and fixed
+                and not self._fails_alike(model, plan, hints, fixed, failure)
+            ):
+                # Seen at one size only: the op that fixed it hides whether others work.
+                result.reason = self._failure_reason(failure) + _fixed_note(fixed)
+                return result
             guard = _failing_guard(failure, world, flipped)
             if guard is None:
                 if code is None:
@@ -577,11 +626,36 @@ class FileChecker:
 
 #: Sizes tried (for all spatial or length dims at once) when the first guess fails.
 PROBE_SIZES = (32, 28, 224, 64)
+#: Scales of the last sizes tried before a failure is called definite.
+_SCALES = (4, 16, 64)
 
 
 def _probed_dims(plan: InputPlan) -> list[str]:
     names = {d.name for spec in plan.specs for d in spec.dims if d.name}
     return sorted(n for n in names if n[:1] in "HWDTL")
+
+
+def _fixed_note(fixed: dict[str, str]) -> str:
+    """` (`unfold` fixed the input sizes N, L; at other values this failure goes away)`."""
+    ops = ", ".join(f"`{op}`" for op in dict.fromkeys(fixed.values()))
+    names = ", ".join(fixed)
+    return f" ({ops} fixed the input sizes {names}; at other values this failure goes away)"
+
+
+def _freed(plan: InputPlan) -> InputPlan | None:
+    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any."""
+    if plan.evidenced:
+        return None
+    specs, count = [], 0
+    for spec in plan.specs:
+        dims = []
+        for dim in spec.dims:
+            if dim.name is None:
+                dim = Dim(f"F{count}", dim.hint)
+                count += 1
+            dims.append(dim)
+        specs.append(TensorSpec(dims, spec.dtype))
+    return InputPlan(specs, plan.source, plan.label) if count else None
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:

@@ -262,6 +262,25 @@ class World:
     def guards_since(self, mark: int) -> list[Any]:
         return compat.guard_exprs(self.env, mark)
 
+    def specialized(self) -> dict[str, str]:
+        """Free input sizes an op fixed to their value (`unfold`, `fft_fftn` need numbers):
+        input size name -> op. What fails after that was only seen at that size."""
+        if self.env is None:
+            return {}
+        guards = self.env.guards
+        out: dict[str, str] = {}
+        for start, end, step in self.steps:
+            if step.module is not None or step.op is None or step.op in _RESHAPES:
+                continue
+            for guard in guards[start:end]:
+                expr = guard.expr
+                if not isinstance(expr, sympy.Eq):
+                    continue
+                symbols = [a for a in expr.args if a in self.names]
+                if symbols and any(isinstance(a, sympy.Integer) for a in expr.args):
+                    out.setdefault(self.names[symbols[0]], step.op)
+        return out
+
 
 def run_direct(world: World) -> BaseException | None:
     try:
@@ -602,11 +621,26 @@ def _hooks_failure(
         failure.guards = world.guards_since(mark)
     else:
         producer = None
-        failure.guards = world.guards_since(top.mark) if top is not None else []
+        failure.guards = _decisions_since(world, top.mark) if top is not None else []
     if producer is not None:
         failure.producer, failure.producer_module = producer[0], producer[1]
     failure.frame = _frame_from_traceback(exc.__traceback__, user_files)
     return failure
+
+
+def _decisions_since(world: World, mark: int) -> list[Any]:
+    """The guards recorded since `mark` outside any op: the user code's own decisions.
+
+    When user code raises (`if ...: raise ValueError`), the reason is a size its control
+    flow compared; the guards that ops which went on to succeed recorded along the way
+    (a slice bounded by a table's length) were not.
+    """
+    inside: set[int] = set()
+    for start, end, _ in world.steps:
+        if end > mark:
+            inside.update(range(max(start, mark), end))
+    guards = world.guards_since(mark)
+    return [g for i, g in enumerate(guards, start=mark) if i not in inside]
 
 
 def _frame_from_traceback(
