@@ -123,8 +123,8 @@ class RuleDoc:
             if self.default_enabled
             else "Off by default: select it to use it.",
             {
-                "safe": "Fix is always available (safe).",
-                "unsafe": "Fix is sometimes available (unsafe: review it).",
+                "safe": "Where a fix is offered, it is safe: `--fix` applies it.",
+                "unsafe": "Where a fix is offered, it may change behaviour (`--unsafe-fixes`).",
                 None: "No automatic fix.",
             }[self.fix_availability],
         ]
