@@ -23,11 +23,11 @@ from torchlint.analysis.loop_phases import (
     names_in,
     optimizer_step,
     scope_index,
-    unwrap_module_chain,
 )
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.semantic.values import unwrap_module_methods
 from torchlint.walker import iter_descendants
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -354,7 +354,7 @@ class EvalWithoutNoGrad(Rule):
     def _model_needs_grad(self, index: ScopeIndex, model: str) -> bool:
         """The model is a same-file class whose code computes gradients itself."""
         for value in assigned_values(self.context, model, index.scope, index.classdef):
-            value = unwrap_module_chain(value)
+            value = unwrap_module_methods(value)
             if not isinstance(value, cst.Call):
                 continue
             classdef = all_classes(self.context).get(dotted_name(value.func) or "")

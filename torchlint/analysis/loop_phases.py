@@ -20,6 +20,7 @@ import libcst as cst
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.semantic.values import unwrap_module_methods
 from torchlint.walker import iter_children, iter_descendants
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -314,22 +315,6 @@ def is_loss_call(context: FileContext, call: cst.Call) -> bool:
     )
 
 
-_SAME_MODULE_METHODS = frozenset(
-    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "eval", "train", "requires_grad_"}
-)
-
-
-def unwrap_module_chain(value: cst.BaseExpression) -> cst.BaseExpression:
-    """`Net(...)` for `Net(...).to(device).eval()`: methods that return the module itself."""
-    while (
-        isinstance(value, cst.Call)
-        and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value in _SAME_MODULE_METHODS
-    ):
-        value = value.func.value
-    return value
-
-
 def is_model_name(name: str) -> bool:
     return _MODEL_NAME.search(name.rsplit(".", 1)[-1].lower()) is not None
 
@@ -348,7 +333,7 @@ def mode_call(call: cst.Call) -> tuple[str, str] | None:
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
         return None
-    receiver = dotted_name(_same_module_receiver(func.value))
+    receiver = dotted_name(unwrap_module_methods(func.value))
     if receiver is None:
         return None
     if func.attr.value == "eval":
@@ -358,21 +343,6 @@ def mode_call(call: cst.Call) -> tuple[str, str] | None:
         if isinstance(value, cst.Name) and value.value == "False":
             return receiver, "eval"
     return receiver, "train"
-
-
-#: Module methods that return the module itself.
-_RETURN_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type"})
-
-
-def _same_module_receiver(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`M` for `M.to(device).cuda()`: strips the calls that return their module."""
-    while (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in _RETURN_SELF
-    ):
-        expr = expr.func.value
-    return expr
 
 
 def fed_to_backward(index: ScopeIndex, backwards: list[cst.Call]) -> set[str]:
