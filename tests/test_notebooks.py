@@ -40,6 +40,14 @@ def test_ipython_syntax_is_masked_with_the_same_line_count() -> None:
     )
 
 
+def test_operator_lines_inside_an_open_bracket_are_python() -> None:
+    cell = 'text = (\n    "%d of %d"\n    % (a, b))\nsame = (a\n        != b)\n'
+    cell += "x = 1 + \\\n    2\n%time y = 1"
+    masked = mask_cell(cell)
+    assert masked[:6] == cell.split("\n")[:6]
+    assert masked[-1] == "pass  # torchlint: masked IPython syntax"
+
+
 def test_shell_command_continued_on_indented_lines_is_masked() -> None:
     cell = "!pip install -q -U \\\n    torch \\\n    torchvision\nimport torch\nx = 1 + \\\n    2"
     notebook = {

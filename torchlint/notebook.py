@@ -7,8 +7,10 @@ disturbing anything else: outputs, metadata, ids, key order, indentation.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -137,6 +139,8 @@ def mask_cell(source: str) -> list[str]:
     continued: str | None = None  # the indent of a magic line that ended with `\`
     for line in lines:
         match = _MAGIC_LINE.match(line) or _SHELL_ASSIGN.match(line)
+        if match and _inside_statement(masked):
+            match = None  # `% (a, b)` or `!= b` carrying on an open bracket is Python
         if continued is not None:
             masked.append(continued + _MASK)  # `!pip install \` goes on, indented or not
         elif match or _HELP_LINE.match(line):
@@ -147,6 +151,20 @@ def mask_cell(source: str) -> list[str]:
         if not line.rstrip().endswith("\\"):
             continued = None
     return masked
+
+
+def _inside_statement(lines: list[str]) -> bool:
+    """Whether the Python lines so far end inside an open bracket, string or `\\` line."""
+    if not lines or not any(line.strip() for line in lines):
+        return False
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            pass
+    except tokenize.TokenError:
+        return True  # EOF in a multi-line statement or string
+    except SyntaxError:
+        return False
+    return False
 
 
 def _join(notebook: Notebook) -> None:
