@@ -1,6 +1,7 @@
 """Benchmark: precision of the source rules on real code, scored against reviewed verdicts.
 
-Run: `python bench/real_code.py TREE [TREE ...] [--verdicts FILE] [--stub OUT] [--json OUT]`.
+Run: `python bench/real_code.py TREE [TREE ...] [--verdicts FILE] [--stub OUT] [--json OUT]
+[--torch-version X.Y]`.
 Each TREE is an extracted source tree (pytorch/examples, timm, a tutorial repository ...); its
 folder name is the repository's name in the report and in the verdicts file. Every source rule
 runs (`--select ALL --no-shapes`); the rules on by default and those a user has to enable are
@@ -10,11 +11,13 @@ The verdicts file (`bench/real_code_verdicts.toml` by default) holds one `[[find
 reviewed finding: `repo`, `path` (inside the repository), `code`, `line` (the flagged source
 line, stripped, whitespace collapsed), `verdict` (`true`, `false` or `debatable`) and a one-line
 `reason`. A finding matches the entry with the same repository, path, code and line, so verdicts
-survive edits elsewhere in the file; identical lines flagged twice share one verdict.
+survive edits elsewhere in the file; identical lines flagged twice share one verdict. Its
+`[repositories]` table names the snapshot (`owner/name@commit`) each tree was extracted from.
 
 Reported: lines per repository (Python lines and notebook code-cell lines), findings per rule and
 per repository with their verdicts, false positives per 100k lines (debatable ones counted apart),
-and every finding no entry covers. `--stub OUT` writes entries for those, verdict left empty, to
+the `false` verdicts no finding matches any more (false positives since fixed), and every finding
+no entry covers. `--stub OUT` writes entries for those, verdict left empty, to
 paste into the verdicts file once reviewed. Exit status 1 when some finding is unreviewed.
 """
 
@@ -102,20 +105,22 @@ def flagged_line(path: Path, row: int, cell: int | None) -> str:
     return normalise(lines[row - 1]) if 0 < row <= len(lines) else ""
 
 
-def run_torchlint(tree: Path) -> list[dict[str, Any]]:
+def run_torchlint(tree: Path, torch_version: str | None) -> list[dict[str, Any]]:
     """Every source rule's findings on `tree`, as torchlint's JSON report."""
     command = [sys.executable, "-m", "torchlint", "check", "."]
     command += ["--select", "ALL", "--no-shapes", "--no-cache", "--exit-zero", "-q"]
     command += ["--output-format", "json"]
+    if torch_version:
+        command += ["--torch-version", torch_version]
     done = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"torchlint failed on {tree.name}: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout or "[]")
 
 
-def findings_of(tree: Path) -> list[Finding]:
+def findings_of(tree: Path, torch_version: str | None) -> list[Finding]:
     found = []
-    for item in run_torchlint(tree):
+    for item in run_torchlint(tree, torch_version):
         relative = Path(item["filename"])
         row, cell = item["location"]["row"], item.get("cell")
         line = flagged_line(tree / relative, row, cell)
@@ -124,10 +129,12 @@ def findings_of(tree: Path) -> list[Finding]:
     return found
 
 
-def load_verdicts(path: Path) -> dict[Key, tuple[str, str]]:
+def load_verdicts(path: Path) -> tuple[dict[Key, tuple[str, str]], dict[str, str]]:
+    """The verdicts by key, and the snapshot (`owner/name@commit`) of each repository."""
     if not path.exists():
-        return {}
-    entries = tomllib.loads(path.read_text(encoding="utf-8")).get("finding", [])
+        return {}, {}
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    entries = data.get("finding", [])
     verdicts = {}
     for entry in entries:
         key = Key(entry["repo"], entry["path"], entry["code"], normalise(entry["line"]))
@@ -135,7 +142,7 @@ def load_verdicts(path: Path) -> dict[Key, tuple[str, str]]:
         if verdict not in VERDICT_KINDS:
             raise SystemExit(f"{path}: {key}: verdict must be one of {VERDICT_KINDS}")
         verdicts[key] = (verdict, entry.get("reason", ""))
-    return verdicts
+    return verdicts, data.get("repositories", {})
 
 
 def _toml_string(text: str) -> str:
@@ -169,18 +176,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verdicts", type=Path, default=VERDICTS)
     parser.add_argument("--stub", type=Path, help="write entries for unreviewed findings here")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
+    parser.add_argument(
+        "--torch-version", help="the torch version the code targets (default: the installed one)"
+    )
     args = parser.parse_args(argv)
 
     rules = all_rules()
-    verdicts = load_verdicts(args.verdicts)
+    verdicts, snapshots = load_verdicts(args.verdicts)
     lines: dict[str, int] = {}
     findings: list[Finding] = []
     for tree in args.trees:
         tree = tree.resolve()
         files = discover([tree]).files
         lines[tree.name] = sum(count_lines(path) for path in files)
-        findings += findings_of(tree)
-        print(f"{tree.name}: {len(files)} files, {lines[tree.name]} lines", file=sys.stderr)
+        findings += findings_of(tree, args.torch_version)
+        snapshot = snapshots.get(tree.name, "not in the verdicts file's [repositories]")
+        print(f"{tree.name} ({snapshot}): {len(files)} files, {lines[tree.name]} lines")
 
     total_lines = sum(lines.values())
     table: dict[str, Counter[str]] = defaultdict(Counter)
@@ -233,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     stale = [key for key in verdicts if key.repo in lines and key not in used]
+    fixed = sum(verdicts[key][0] == "false" for key in stale)
+    if fixed:
+        print(f"{fixed} false positives reviewed earlier are no longer reported")
     if stale:
         print(f"\n{len(stale)} verdicts match no finding now (fixed, or the code moved):")
         for key in stale:
