@@ -15,6 +15,7 @@ import functools
 import inspect
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -72,6 +73,7 @@ __all__ = [
     "DimSource",
     "FakeTensorMode",
     "ShapeEnv",
+    "before_internals",
     "check",
     "computed_expr",
     "current_expr",
@@ -79,6 +81,7 @@ __all__ = [
     "fake_mode",
     "guard_count",
     "guard_exprs",
+    "internals_loaded",
     "layers",
     "load_internals",
     "outside_range",
@@ -151,13 +154,25 @@ else:
             return GuardSource.CONSTANT
 
 
+#: Called when fake tensors are about to be made while their lazily imported internals are
+#: not loaded yet: the worker's children use it to have the worker load them once for all.
+before_internals: Callable[[], None] | None = None
+
+
+def _first_use() -> None:
+    if before_internals is not None and not internals_loaded():
+        before_internals()
+
+
 def shape_env() -> ShapeEnv:
     """A ShapeEnv that gives each input size its own symbol, even when two are equal."""
+    _first_use()
     return ShapeEnv(duck_shape=False)
 
 
 def fake_mode(env: ShapeEnv | None) -> FakeTensorMode:
     """A fake-tensor mode (symbolic with `env`) that also accepts the model's real tensors."""
+    _first_use()
     return FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
 
 
@@ -304,12 +319,17 @@ _adapt_torch()
 def load_internals() -> None:
     """Import what fake tensors import lazily on first use (torch._dynamo, ...).
 
-    The worker calls this while torch is as installed: before it replaces functions such as
-    `torch.cuda.is_available` and before user modules become importable, either of which
-    would otherwise be in place when those internals first load.
+    The worker calls this with the user's modules out of the import system's reach, so that
+    a user file named like a module these internals import is not taken for it. Functions it
+    replaced (`torch.cuda.is_available`) are `stand_in`s, which torch._dynamo accepts.
     """
     with fake_mode(shape_env()):
         torch.empty(2, 3).sum()
+
+
+def internals_loaded() -> bool:
+    """Whether what fake tensors import lazily (torch._dynamo first of all) is loaded."""
+    return "torch._dynamo" in sys.modules
 
 
 def stand_in(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:
