@@ -71,10 +71,13 @@ def check_files(
     if not infos:
         return {}
     worker: WorkerProcess | None = None
-    if torch_available():
-        from torchlint.shapes.client import start_worker
+    if not torch_available():
+        return _check_models(infos, files, declared, timeout, tables, only, stats, None, False)
+    from torchlint.shapes.client import start_worker
+    from torchlint.shapes.settle import may_settle
 
-        # A file defines a model: the worker imports torch while evidence is collected here.
+    if tables is not None or not all(may_settle(info) for info in infos):
+        # A model will be checked: the worker imports torch while evidence is collected.
         worker = start_worker()
     try:
         return _check_models(infos, files, declared, timeout, tables, only, stats, worker)
@@ -92,9 +95,10 @@ def _check_models(
     only: Collection[tuple[str, str]] | None,
     stats: dict[str, list[dict[str, Any]]] | None,
     worker: WorkerProcess | None,
+    torch: bool = True,
 ) -> dict[str, list[Diagnostic]]:
-    """`check_files` once the files that define models are known (`worker` started, or None
-    without torch)."""
+    """`check_files` once the files that define models are known (`worker`: started early,
+    or None)."""
     from torchlint.shapes import evidence
 
     facts = evidence.collect(infos, files, declared)
@@ -124,7 +128,7 @@ def _check_models(
                 **({"table": True} if tables is not None else {}),
             }
         )
-    if worker is None:
+    if not torch:
         return {
             info.path: [
                 _diagnostic(
@@ -144,7 +148,14 @@ def _check_models(
         "roots": roots,
         "timeout": timeout,
     }
-    results, worker_facts = run_worker(request, timeout, worker)
+    from torchlint.shapes.loader import environment_paths
+    from torchlint.shapes.settle import settled
+
+    known = None if tables is not None else settled(infos, facts, environment_paths())
+    if known is not None:  # no model can be checked: the worker would only say why
+        results, worker_facts = known, {}
+    else:
+        results, worker_facts = run_worker(request, timeout, worker)
     _settle_pending(results)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()
