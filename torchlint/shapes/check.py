@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
@@ -30,6 +29,7 @@ from torchlint.shapes.build import (
 )
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
+from torchlint.shapes.deferred import sympy
 from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
