@@ -285,7 +285,8 @@ def _shape_diagnostics(
     # dataset or a literal test tensor used with them says what their input is.
     chosen = {id(t) for t in candidates}
     evidence = [t for t in tasks if id(t) not in chosen and b"torch" in t.data]
-    keys = _shape_keys(candidates, evidence) if cache is not None else None
+    # Keys read every imported project file: worth it only when the cache is in use.
+    keys = _shape_keys(candidates, evidence) if cache is not None and cache.enabled else None
     if cache is not None and keys is not None:
         hits = {
             t.display: cache.get(t.display, keys[t.display], section=_SHAPES) for t in candidates

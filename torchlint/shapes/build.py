@@ -21,6 +21,7 @@ from torch import nn
 
 from torchlint.shapes import script_values
 from torchlint.shapes.loader import is_stub
+from torchlint.shapes.settle import CONFIG_NAMES as _CONFIG_NAMES
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,6 @@ def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
 
 
 #: Unannotated parameter names that take a configuration object (`GPT(config)`).
-_CONFIG_NAMES = frozenset({"config", "cfg", "conf", "configuration", "model_config", "hparams"})
 #: Configuration fields that count layers: built with at most this many (shapes repeat).
 _DEPTH_FIELDS = ("n_layer", "n_layers", "num_layers", "num_hidden_layers", "depth", "num_blocks")
 _MAX_DEPTH = 2

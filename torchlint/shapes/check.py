@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
@@ -30,6 +29,7 @@ from torchlint.shapes.build import (
 )
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
+from torchlint.shapes.deferred import sympy
 from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import infer_from_graph, infer_from_source
 from torchlint.shapes.inputs import (
@@ -52,6 +52,7 @@ from torchlint.shapes.propagate import (
     analyze_hooks,
     run_direct,
 )
+from torchlint.shapes.settle import needs_arguments_text
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
@@ -145,7 +146,8 @@ class FileChecker:
             except NeedsArguments as exc:
                 built = self._from_builders(module, cls, spec.get("builders", []))
                 if isinstance(built, str):
-                    deferred.append((name, line, _needs_text(str(exc), spec, built)))
+                    reason = needs_arguments_text(str(exc), spec.get("instantiated", False), built)
+                    deferred.append((name, line, reason))
                     continue
                 model, how = built
                 self.check_model(model, name, (path, line), spec, declared)
@@ -775,16 +777,6 @@ def _stubbed_parts(model: nn.Module, stubbed: list[str]) -> str | None:
 
 def _is_module_class(cls: Any) -> bool:
     return inspect.isclass(cls) and issubclass(cls, nn.Module) and not is_stub(cls)
-
-
-def _needs_text(missing: str, spec: dict[str, Any], builders: str) -> str:
-    """Why a class that needs constructor arguments was not built, and what to do."""
-    text = f"needs arguments: {missing}"
-    if builders:
-        text += f"; {builders}"
-    if spec.get("instantiated"):
-        text += "; its call sites pass values that are not literals"
-    return text + " (give them in [tool.torchlint.shapes], or call it with literals)"
 
 
 def _call_text(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ from torchlint.shapes.astutil import (
     literal,
     parse,
     qualify,
+    walk_statements,
 )
 from torchlint.shapes.discover import FileInfo
 
@@ -124,7 +125,7 @@ def collect(
         tree = info.tree if info is not None else parse(source, path)
         if tree is None:
             continue
-        _scan_file(path, abspath, tree, owners, by_path, result)
+        _scan_file(path, abspath, tree, owners, by_path, result, source)
     for info in infos:
         lines = info.source.splitlines()
         for name, cls in info.classes.items():
@@ -156,6 +157,7 @@ def _scan_file(
     owners: dict[str, list[FileInfo]],
     by_path: dict[str, FileInfo],
     result: dict[tuple[str, str], dict[str, Any]],
+    source: str,
 ) -> None:
     aliases = import_aliases(tree)
     bound = module_bindings(tree)
@@ -243,7 +245,9 @@ def _scan_file(
                 used = _resolve(inner.id, abspath, owners)
                 if used is not None:
                     result[(used.abspath, inner.id)]["sub_block"] = True
-    image = _image_evidence(tree, aliases, path)
+    # A data set is named in the text wherever it is used (`datasets.MNIST`, an import).
+    named = used_here and any(name in source for name in DATASETS)
+    image = _image_evidence(tree, aliases, path) if named else None
     if image is not None:
         for key in used_here:
             # A model built in this file is used with the data: its channels count even
@@ -343,7 +347,7 @@ def _needs_no_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
     yield tree
-    for node in ast.walk(tree):
+    for node in walk_statements(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node
 

@@ -22,13 +22,13 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy
 import torch
 from torch import fx, nn
 from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import compat
 from torchlint.shapes.compat import FakeTensorMode
+from torchlint.shapes.deferred import sympy
 from torchlint.shapes.infer import _PASS_MODULES, PASS_OPS
 from torchlint.shapes.inputs import InputPlan, op_name
 
