@@ -24,6 +24,7 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
+from torchlint.semantic.flow import GRAD_OFF, GRAD_ON, GRAD_SWITCH_WORDS
 from torchlint.semantic.tensors import (
     NOT_INPLACE,
     Binding,
@@ -60,21 +61,6 @@ _NO_OUT_OF_PLACE = frozenset(
         "zero_",
     }
 )
-
-_NO_GRAD_CALLS = frozenset(
-    {
-        "torch.no_grad",
-        "torch.autograd.no_grad",
-        "torch.autograd.grad_mode.no_grad",
-        "torch.inference_mode",
-        "torch.autograd.inference_mode",
-        "torch.autograd.grad_mode.inference_mode",
-    }
-)
-_ENABLE_GRAD_CALLS = frozenset(
-    {"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"}
-)
-_NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 #: Methods that frameworks call under `torch.no_grad()`: Lightning's evaluation hooks,
 #: transformers' weight initialisation, FSDP / meta-device `reset_parameters`.
@@ -320,33 +306,33 @@ class GradTracker:
             func_name = dotted_name(expr.func) or ""
             if "raises" in func_name.lower():
                 return "off"  # `pytest.raises` / `assertRaises`: the error is expected
-            if qualified in _NO_GRAD_CALLS:
+            if qualified in GRAD_OFF:
                 if "inference_mode" in qualified and args and not is_true(args[0].value):
                     return "on" if is_false(args[0].value) else "off"
                 return "off"
-            if qualified in _ENABLE_GRAD_CALLS:
+            if qualified in GRAD_ON:
                 return "on"
             if qualified.endswith("set_grad_enabled") or qualified.endswith("_set_grad_enabled"):
                 return "on" if args and is_true(args[0].value) else "off"
             text = self.context.code(expr)
-            if any(word in text for word in _NO_GRAD_WORDS):
+            if any(word in text for word in GRAD_SWITCH_WORDS):
                 return "off"
             return None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             return "off"
         text = self.context.code(expr)
-        return "off" if any(word in text for word in _NO_GRAD_WORDS) else None
+        return "off" if any(word in text for word in GRAD_SWITCH_WORDS) else None
 
     def _decorator_mode(self, node: cst.FunctionDef) -> str | None:
         for decorator in node.decorators:
             expr = decorator.decorator
             target = expr.func if isinstance(expr, cst.Call) else expr
             qualified = self.context.qualified_name(target) or ""
-            if qualified in _ENABLE_GRAD_CALLS:
+            if qualified in GRAD_ON:
                 return "on"
             if isinstance(expr, cst.Call) and qualified.endswith("set_grad_enabled"):
                 return "on" if expr.args and is_true(expr.args[0].value) else "off"
-            if qualified in _NO_GRAD_CALLS:
+            if qualified in GRAD_OFF:
                 if isinstance(expr, cst.Call) and expr.args and is_false(expr.args[0].value):
                     return "on"
                 return "off"

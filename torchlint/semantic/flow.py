@@ -19,7 +19,7 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 LOOPS = (cst.For, cst.While)
 
 #: Context managers / decorators that switch autograd off for sure.
-_GRAD_OFF = frozenset(
+GRAD_OFF = frozenset(
     {
         "torch.no_grad",
         "torch.inference_mode",
@@ -37,7 +37,12 @@ _GRAD_SET = frozenset(
         "torch.autograd.grad_mode.set_grad_enabled",
     }
 )
-_GRAD_NAMES = frozenset({"no_grad", "inference_mode", "set_grad_enabled"})
+#: Context managers / decorators that switch it back on.
+GRAD_ON = frozenset(
+    {"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"}
+)
+#: Words in the names of project wrappers that may switch autograd off.
+GRAD_SWITCH_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
 def grad_mode_of(context: FileContext, call: cst.BaseExpression) -> str | None:
@@ -47,7 +52,7 @@ def grad_mode_of(context: FileContext, call: cst.BaseExpression) -> str | None:
     """
     func = call.func if isinstance(call, cst.Call) else call
     qualified = context.qualified_name(func)
-    if qualified in _GRAD_OFF:
+    if qualified in GRAD_OFF:
         return "off"
     if qualified in _GRAD_SET:
         if isinstance(call, cst.Call) and call.args:
@@ -58,7 +63,7 @@ def grad_mode_of(context: FileContext, call: cst.BaseExpression) -> str | None:
     if qualified is None or not qualified.startswith("torch"):
         # look-alikes and project wrappers: `smart_inference_mode()`, `maybe_no_grad(...)`
         name = dotted_name(func)
-        if name is not None and any(word in name.rsplit(".", 1)[-1] for word in _GRAD_NAMES):
+        if name is not None and any(word in name.rsplit(".", 1)[-1] for word in GRAD_SWITCH_WORDS):
             return "maybe"
     return None
 

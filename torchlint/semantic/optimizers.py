@@ -6,8 +6,8 @@ An object is recognised from how the file builds it (`torch.optim.SGD(model.para
 telling name (`optimizer`, `opt_g`, `scheduler`). Two strengths are offered: `step_role`
 answers for the steps rules that must stay silent on look-alikes (a noise scheduler, timm's
 epoch schedulers), and `OptimizerFacts` answers for the gradient-clearing rules, which also
-follow `x = self.x` aliases and read `adam`, `optimizers[0]` or a factory's result as an
-optimizer.
+follow `x = self.x` aliases and read `optimizers[0]` or a factory's result as an optimizer.
+Both read names the same way (`named_like_optimizer`).
 """
 
 from __future__ import annotations
@@ -97,10 +97,10 @@ def step_role(
             return "optimizer"
         if not qualified.startswith(("torch.", "transformers.")):
             foreign = True
-    last = name.rsplit(".", 1)[-1].lower()
-    if "sched" in last:
-        return "scheduler" if "noise" not in last and not foreign else None
-    if _OPTIMIZER_NAME.search(last):
+    last = name.rsplit(".", 1)[-1]
+    if "sched" in last.lower():
+        return "scheduler" if "noise" not in last.lower() and not foreign else None
+    if named_like_optimizer(last):
         return "optimizer"
     return None
 
@@ -248,10 +248,9 @@ class OptimizerFacts:
         for name in names:
             assert name is not None
             last = name.rsplit(".", 1)[-1]
-            words = _words(last)
-            if "sched" in last.lower() or "scheduler" in words or "lr" in words:
+            if _names_no_optimizer(last):
                 return False
-            if _OPTIMIZER_TOKENS.intersection(words) or any(_is_optim_word(w) for w in words):
+            if named_like_optimizer(last):
                 return True
             if any(self.is_optimizer_constructor(v) for v in self.values_of(name, scope)):
                 return True
@@ -333,6 +332,23 @@ class OptimizerFacts:
 def optimizer_facts(context: FileContext) -> OptimizerFacts:
     """The file's shared optimizer facts."""
     return context.shared(OptimizerFacts)
+
+
+def named_like_optimizer(name: str) -> bool:
+    """`optimizer`, `opt_g`, `optimD`, `optg`, `adam`, `sgd`, but not `scheduler`, `opt_lr`,
+    `optimal` or `optimize_for` (the last part of a dotted name)."""
+    if _names_no_optimizer(name):
+        return False
+    if _OPTIMIZER_NAME.search(name.lower()):
+        return True
+    words = _words(name)
+    return bool(_OPTIMIZER_TOKENS.intersection(words)) or any(_is_optim_word(w) for w in words)
+
+
+def _names_no_optimizer(name: str) -> bool:
+    """A scheduler or learning-rate name (`scheduler`, `lr_sched`, `opt_lr`)."""
+    words = _words(name)
+    return "sched" in name.lower() or "scheduler" in words or "lr" in words
 
 
 def _is_optim_word(word: str) -> bool:
