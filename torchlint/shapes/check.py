@@ -101,6 +101,8 @@ class FileChecker:
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
         self.covered: set[type] = set()
+        #: Deferred blocks checked on their own with a default configuration.
+        self.configured: set[type] = set()
         #: Classes not checked on their own, unless a model of another file builds them.
         self.pending: list[dict[str, Any]] = []
         self._sessions: dict[int, Session] = {}
@@ -172,8 +174,15 @@ class FileChecker:
                 line = site.line if site is not None else 1
                 spec = job.get("module_level_spec") or {"evidence": []}
                 self.check_model(value, name, (path, line), spec, {}, prefix=name)
+        # A block built from a configuration object (`Block(config)`) gets the parent's
+        # kind of configuration: one the parent did not check is checked with the default
+        # configuration, the largest first (it covers the blocks it builds).
+        for name, line, _ in sorted(deferred, key=lambda item: -item[1]):
+            self._check_configured(module, name, (path, line), job["classes"][name])
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
+            if cls in self.configured:
+                continue
             users = job["classes"][name].get("users", [])
             if cls not in self.covered and users:
                 # A block (`Bottleneck`) checked inside a model its module builds (`resnet50`).
@@ -196,6 +205,32 @@ class FileChecker:
                 # Another file's model may build it: the caller decides (see `pending`).
                 self.pending.append({"name": name, "line": line, "reason": reason})
         return self.findings
+
+    def _check_configured(
+        self, module: Any, name: str, where: tuple[str, int], spec: dict[str, Any]
+    ) -> None:
+        """Check a deferred class on its own when its constructor takes a configuration
+        object that can be built with its defaults (and nothing else it lacks)."""
+        cls = getattr(module, name, None)
+        if cls in self.covered or not _is_module_class(cls):
+            return
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return
+        if getattr(cls, "forward", None) is nn.Module.forward:
+            return
+        try:
+            args, kwargs, source = constructor_arguments(cls, None)
+        except NeedsArguments:
+            return
+        if source != "default config":
+            return
+        self.configured.add(cls)
+        try:
+            model = build(cls, args, kwargs)
+        except Exception as exc:
+            self._skip(*where, name, f"could not build {name}(config): {_brief(exc)}")
+            return
+        self.check_model(model, name, where, spec, {})
 
     def _check_guessed(
         self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]

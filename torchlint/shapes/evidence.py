@@ -235,7 +235,7 @@ def _scan_file(
             id(inner.func)
             for inner in ast.walk(node)
             if isinstance(inner, ast.Call) and not inner.args and not inner.keywords
-        }
+        } | _only_named(node)
         for inner in ast.walk(node):
             if not isinstance(inner, ast.Name) or id(inner) in bare_calls:
                 continue
@@ -250,6 +250,29 @@ def _scan_file(
             # when they contradict the model's first layer. The other classes defined here
             # only take the size, when their channels agree.
             result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def _only_named(node: ast.ClassDef) -> set[int]:
+    """Names in a class that neither build another class nor hand it on: the types of an
+    `isinstance` test (`_init_weights`) and annotations."""
+    found: set[int] = set()
+    for inner in ast.walk(node):
+        typed: list[ast.AST] = []
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Name)
+            and inner.func.id in ("isinstance", "issubclass")
+            and len(inner.args) == 2
+        ):
+            typed.append(inner.args[1])
+        elif isinstance(inner, ast.arg) and inner.annotation is not None:
+            typed.append(inner.annotation)
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.returns:
+            typed.append(inner.returns)
+        elif isinstance(inner, ast.AnnAssign):
+            typed.append(inner.annotation)
+        found.update(id(n) for t in typed for n in ast.walk(t) if isinstance(n, ast.Name))
+    return found
 
 
 def builder_functions(
