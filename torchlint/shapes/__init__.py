@@ -169,7 +169,7 @@ def _record_covered(
         covered.update(result.get("covered", ()))
     for info in infos:
         records = stats.setdefault(info.path, [])
-        alone = {r.get("model") for r in records}
+        alone = {r.get("model") for r in records if r.get("result") in ("ok", "finding")}
         for name in info.classes:
             if name not in alone and f"{info.abspath}::{name}" in covered:
                 records.append({"model": name, "path": "covered", "result": "covered"})
