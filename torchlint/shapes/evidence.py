@@ -330,6 +330,18 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """
     made: dict[str, set[str]] = {}
     returns: list[ast.expr | None] = []
+    #: `model_cls = EfficientNet` (a class chosen, then handed to a helper).
+    aliases: dict[str, set[str]] = {}
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+            target, value = inner.targets[0], inner.value
+            if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+                aliases.setdefault(target.id, set()).add(value.id)
+
+    def handed(args: list[ast.expr]) -> set[str]:
+        found = {a.id for a in args if isinstance(a, ast.Name)}
+        return found.union(*(aliases.get(name, set()) for name in found))
+
     for inner in ast.walk(node):
         if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
             target, value = inner.targets[0], inner.value
@@ -339,7 +351,7 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
                 and isinstance(value.func, ast.Name)
             ):
                 made.setdefault(target.id, set()).add(value.func.id)
-                made[target.id].update(a.id for a in value.args if isinstance(a, ast.Name))
+                made[target.id].update(handed(value.args))
         elif isinstance(inner, ast.Return):
             returns.append(inner.value)
     names: set[str] = set()
@@ -348,7 +360,7 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             names.add(value.func.id)
             # `build_model_with_cfg(ResNet, variant, pretrained, **kwargs)`: a library helper
             # handed the class builds it.
-            names.update(a.id for a in value.args if isinstance(a, ast.Name))
+            names.update(handed(value.args))
         elif isinstance(value, ast.Name) and value.id in made:
             names |= made[value.id]
         else:
