@@ -206,10 +206,21 @@ def _module_config_class(cls: type) -> type | None:
 
 def _shallow(config: Any) -> Any:
     """The configuration with at most a couple of layers: shapes repeat from layer to layer,
-    and a 48-layer default only costs time."""
+    and a 48-layer default only costs time.
+
+    A count that per-stage lists follow (ConvNeXt's `num_stages` with its `hidden_sizes`,
+    which HF configurations also answer as `num_hidden_layers`) is left as it is: stages
+    differ in their sizes.
+    """
+    try:
+        lengths = {len(v) for v in vars(config).values() if isinstance(v, (list, tuple))}
+    except TypeError:
+        lengths = set()
     for field_name in _DEPTH_FIELDS:
         value = getattr(config, field_name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_DEPTH:
+            if value in lengths:
+                continue
             try:
                 setattr(config, field_name, _MAX_DEPTH)
             except Exception:

@@ -11,7 +11,9 @@ torch outside the range is still tried; what fails then says the release is outs
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
 import inspect
 import os
 import re
@@ -365,6 +367,10 @@ def load_internals() -> None:
     """
     with fake_mode(shape_env()):
         torch.empty(2, 3).sum()
+    # torch modules that open a library with ctypes when imported (the sandbox refuses that
+    # later): transformers imports this one on its way to a model.
+    with contextlib.suppress(Exception):
+        importlib.import_module("torch.distributed.elastic.multiprocessing.redirects")
 
 
 def internals_loaded() -> bool:

@@ -237,7 +237,7 @@ def _scan_file(
             id(inner.func)
             for inner in ast.walk(node)
             if isinstance(inner, ast.Call) and not inner.args and not inner.keywords
-        }
+        } | _only_named(node)
         for inner in ast.walk(node):
             if not isinstance(inner, ast.Name) or id(inner) in bare_calls:
                 continue
@@ -254,6 +254,29 @@ def _scan_file(
             # when they contradict the model's first layer. The other classes defined here
             # only take the size, when their channels agree.
             result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def _only_named(node: ast.ClassDef) -> set[int]:
+    """Names in a class that neither build another class nor hand it on: the types of an
+    `isinstance` test (`_init_weights`) and annotations."""
+    found: set[int] = set()
+    for inner in ast.walk(node):
+        typed: list[ast.AST] = []
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Name)
+            and inner.func.id in ("isinstance", "issubclass")
+            and len(inner.args) == 2
+        ):
+            typed.append(inner.args[1])
+        elif isinstance(inner, ast.arg) and inner.annotation is not None:
+            typed.append(inner.annotation)
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.returns:
+            typed.append(inner.returns)
+        elif isinstance(inner, ast.AnnAssign):
+            typed.append(inner.annotation)
+        found.update(id(n) for t in typed for n in ast.walk(t) if isinstance(n, ast.Name))
+    return found
 
 
 def builder_functions(
@@ -311,6 +334,18 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """
     made: dict[str, set[str]] = {}
     returns: list[ast.expr | None] = []
+    #: `model_cls = EfficientNet` (a class chosen, then handed to a helper).
+    aliases: dict[str, set[str]] = {}
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+            target, value = inner.targets[0], inner.value
+            if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+                aliases.setdefault(target.id, set()).add(value.id)
+
+    def handed(args: list[ast.expr]) -> set[str]:
+        found = {a.id for a in args if isinstance(a, ast.Name)}
+        return found.union(*(aliases.get(name, set()) for name in found))
+
     for inner in ast.walk(node):
         if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
             target, value = inner.targets[0], inner.value
@@ -320,7 +355,7 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
                 and isinstance(value.func, ast.Name)
             ):
                 made.setdefault(target.id, set()).add(value.func.id)
-                made[target.id].update(a.id for a in value.args if isinstance(a, ast.Name))
+                made[target.id].update(handed(value.args))
         elif isinstance(inner, ast.Return):
             returns.append(inner.value)
     names: set[str] = set()
@@ -329,7 +364,7 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             names.add(value.func.id)
             # `build_model_with_cfg(ResNet, variant, pretrained, **kwargs)`: a library helper
             # handed the class builds it.
-            names.update(a.id for a in value.args if isinstance(a, ast.Name))
+            names.update(handed(value.args))
         elif isinstance(value, ast.Name) and value.id in made:
             names |= made[value.id]
         else:

@@ -490,7 +490,8 @@ class _OpTracker(TorchFunctionMode):
                 out = func(*args, **kwargs)
         except Exception as exc:
             if not hasattr(exc, "_torchlint_op"):
-                tensors = _tensors(args)
+                # Functionals pass their weights on by keyword (`F.layer_norm`'s weight=).
+                tensors = _tensors([*args, *kwargs.values()])
                 first = tensors[0] if tensors else None
                 name = op_name(func)
                 exc._torchlint_op = (  # type: ignore[attr-defined]
