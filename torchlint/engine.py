@@ -60,11 +60,13 @@ def lint_source(
     *,
     torch_version: str | None = None,
     project_index: ProjectIndex | None = None,
+    parsed: cst.Module | Exception | None = None,
 ) -> list[Diagnostic]:
     """Lint Python source text with the rules whose codes are in `enabled`.
 
     `torch_version` is the project's target torch (`torch-version` setting), if configured;
-    `project_index` reads the project files the source imports (memory-cached only if None).
+    `project_index` reads the project files the source imports (memory-cached only if None);
+    `parsed` is what `parse(source)` returns, when the caller has it already.
     """
     rules = active_rules(source, enabled)
     if not rules:
@@ -73,7 +75,7 @@ def lint_source(
             error = parse_error(source)
             return [_syntax_error(source, path, error)] if error is not None else []
         return []
-    module = parse(source)
+    module = parse(source) if parsed is None else parsed
     if not isinstance(module, cst.Module):
         return [_syntax_error(source, path, module)] if SYNTAX_ERROR in enabled else []
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
