@@ -12,8 +12,10 @@ from libcst._nodes.deep_equals import deep_equals
 pytest.importorskip("lsprotocol", reason="lsprotocol is not installed")
 
 from torchlint.engine import lint_source
+from torchlint.positions import locate
 from torchlint.server.app import lint_document
 from torchlint.server.reparse import ParsedText, full_parse, reparse
+from torchlint.walker import iter_descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").glob("*.py"))
@@ -126,6 +128,17 @@ def test_random_edits_lint_as_a_full_lint(path: Path) -> None:
     for previous, new in edit_sequence(path, seed=2, steps=4):
         linted = lint_document(None, path.name, new, ROOT, "utf-16", previous)
         assert linted.diagnostics == lint_source(new, path.name, linted.settings.enabled), new
+
+
+@pytest.mark.parametrize("path", FIXTURES[::4], ids=lambda p: p.stem)
+def test_nodes_are_located_as_in_the_whole_module(path: Path) -> None:
+    rng = random.Random(path.name)
+    for previous, new in edit_sequence(path, seed=3, steps=5):
+        result = reparse(previous, new)
+        if not isinstance(result, ParsedText):
+            continue
+        nodes = rng.sample(iter_descendants(result.module), 40)
+        assert result.locate(result.module, nodes) == locate(result.module, nodes)
 
 
 def test_a_typed_statement_reuses_the_others() -> None:

@@ -165,15 +165,13 @@ def lint_document(
         diagnostics = too_large or lint_source(source, display, settings.enabled)
         return Linted(text, display, settings, diagnostics)
     parsed = reparse(previous, source)
+    if not isinstance(parsed, ParsedText):  # why it does not parse
+        diagnostics = lint_source(source, display, settings.enabled, parsed=parsed)
+        return Linted(text, display, settings, diagnostics)
     diagnostics = lint_source(
-        source,
-        display,
-        settings.enabled,
-        parsed=parsed.module if isinstance(parsed, ParsedText) else parsed,
+        source, display, settings.enabled, parsed=parsed.module, locator=parsed.locate
     )
-    return Linted(
-        text, display, settings, diagnostics, parsed if isinstance(parsed, ParsedText) else None
-    )
+    return Linted(text, display, settings, diagnostics, parsed)
 
 
 def _over_size_limit(source: str, display: str, settings: DocumentSettings) -> list[Diagnostic]:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from torchlint.engine import parse
 from torchlint.parse_guard import complexity_error
+from torchlint.positions import Span, line_column, locate, offsets
+from torchlint.walker import iter_descendants
 
 #: A line continued by a backslash and holding nothing else.
 _LONE_BACKSLASH = re.compile(r"^[ \t\f]*\\\n", re.M)
@@ -43,6 +45,58 @@ class ParsedText:
     bounds: tuple[int, ...]
     #: Whether each statement holds an indented block (the first one sets the default indent).
     blocks: tuple[bool, ...]
+    #: The ids of the nodes below each statement (by the statement's id), filled as needed
+    #: and handed on to the next parse for the statements it reuses.
+    below: dict[int, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
+    #: Spans found below each statement (by the statement's id, then the node's), with lines
+    #: counted from the statement's first: they hold wherever the statement moves.
+    spans: dict[int, dict[int, Span]] = field(default_factory=dict, compare=False, repr=False)
+
+    def locate(self, module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, Span]:
+        """`positions.locate` for this text's tree, generating the code of only the
+        statements that hold the nodes."""
+        wanted = {id(node): node for node in nodes}
+        if module is not self.module or not self.bounds:
+            return locate(module, wanted.values())
+        try:
+            spans = self._locate(wanted)
+        except Exception:  # LibCST internals changed: the whole module's way
+            spans = None
+        return spans if spans is not None else locate(module, wanted.values())
+
+    def _locate(self, wanted: dict[int, cst.CSTNode]) -> dict[cst.CSTNode, Span] | None:
+        spans: dict[cst.CSTNode, Span] = {}
+        remaining = set(wanted)
+        position = line_column(self.source)
+        for index, statement in enumerate(self.module.body):
+            if not remaining:
+                break
+            here = remaining & self._below(statement)
+            if not here:
+                continue
+            known = self.spans.setdefault(id(statement), {})
+            missing = [wanted[i] for i in here if i not in known]
+            if missing:
+                code, found = offsets(self.module, statement, missing)
+                if not self.source.startswith(code, self.bounds[index]):
+                    return None
+                local = line_column(code)
+                for node in missing:
+                    begin, end = found[node]
+                    known[id(node)] = (*local(begin), *local(end))
+            line = position(self.bounds[index])[0] - 1
+            for i in here:
+                start_line, start_column, end_line, end_column = known[i]
+                spans[wanted[i]] = (line + start_line, start_column, line + end_line, end_column)
+            remaining -= here
+        return None if remaining else spans  # a node outside the statements: header, footer
+
+    def _below(self, statement: cst.BaseStatement) -> frozenset[int]:
+        found = self.below.get(id(statement))
+        if found is None:
+            found = frozenset(map(id, iter_descendants(statement))) | {id(statement)}
+            self.below[id(statement)] = found
+        return found
 
 
 def full_parse(source: str) -> ParsedText | Exception:
@@ -165,11 +219,14 @@ def _splice(previous: ParsedText, source: str, first: int, last: int) -> ParsedT
         footer=chunk.footer if at_end else old.footer,
         has_trailing_newline=chunk.has_trailing_newline if at_end else old.has_trailing_newline,
     )
+    kept = (*old.body[:first], *old.body[last + 1 :])
     return ParsedText(
         source,
         module,
         new_bounds,
         (*previous.blocks[:first], *blocks, *previous.blocks[last + 1 :]),
+        {id(s): previous.below[id(s)] for s in kept if id(s) in previous.below},
+        {id(s): previous.spans[id(s)] for s in kept if id(s) in previous.spans},
     )
 
 
@@ -197,8 +254,6 @@ def _has_block(statement: cst.BaseStatement) -> bool:
         return False
     if isinstance(getattr(statement, "body", None), cst.IndentedBlock):
         return True
-    from torchlint.walker import iter_descendants
-
     return any(isinstance(node, cst.IndentedBlock) for node in iter_descendants(statement))
 
 
