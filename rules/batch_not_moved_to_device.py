@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchlint.analysis.devices import (
     FileFacts,
@@ -18,6 +17,7 @@ from torchlint.analysis.devices import (
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.walker import iter_descendants
 
 _ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "track", "progress_bar", "trange"})
 
@@ -152,14 +152,20 @@ def stays_on_cpu(context: FileContext, variable: str) -> bool:
 
 def _collated_lists(context: FileContext) -> frozenset[str]:
     """Names (and dict keys) under which the file's collate functions return Python lists."""
+    if "collate" not in context.source:  # no collate function, by name or by `collate_fn=`
+        return frozenset()
+    nodes = iter_descendants(context.module)
     passed = {
         dotted_name(arg.value)
-        for arg in m.findall(context.module, m.Arg(keyword=m.Name("collate_fn")))
+        for arg in nodes
         if isinstance(arg, cst.Arg)
+        and isinstance(arg.keyword, cst.Name)
+        and arg.keyword.value == "collate_fn"
     }
     found: set[str] = set()
-    for function in m.findall(context.module, m.FunctionDef()):
-        assert isinstance(function, cst.FunctionDef)
+    for function in nodes:
+        if not isinstance(function, cst.FunctionDef):
+            continue
         name = function.name.value
         if "collate" not in name.lower() and name not in passed:
             continue
@@ -169,8 +175,9 @@ def _collated_lists(context: FileContext) -> frozenset[str]:
             if values and all(_is_list(v) for v in values)
         }
 
-        for returned in m.findall(function, m.Return()):
-            assert isinstance(returned, cst.Return)
+        for returned in iter_descendants(function):
+            if not isinstance(returned, cst.Return):
+                continue
             value = returned.value
             if isinstance(value, cst.Tuple):
                 found.update(
