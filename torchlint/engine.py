@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable
 import libcst as cst
 
 from torchlint.context import FileContext, Report
-from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
+from torchlint.diagnostic import INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, Edit, Fix, Severity
 from torchlint.names import ImportMap, top_level_imports
 from torchlint.noqa import apply_suppressions
 from torchlint.parse_guard import MAX_CHAIN, complexity_error
@@ -25,8 +25,6 @@ from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
 from torchlint.walker import walk
 
-SYNTAX_ERROR = "TL000"
-INTERNAL_ERROR = "TL999"
 # Rules and LibCST walk nested expressions recursively, a few frames per level; the parse
 # guard bounds the nesting, this gives it room. Calls between Python functions do not
 # grow the C stack, so the headroom is safe.
