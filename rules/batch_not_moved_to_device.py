@@ -7,19 +7,14 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from torchlint.analysis.devices import (
-    FileFacts,
-    LoaderFlow,
-    batch_message,
-    enclosing_class_of,
-    positional,
-    string_value,
-)
+from torchlint.analysis.call_args import positional, string_value
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
-
-_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "track", "progress_bar", "trange"})
+from torchlint.semantic.batches import BatchFlow, BatchUse, assume_argument_models
+from torchlint.semantic.calls import enclosing_class
+from torchlint.semantic.devices import ModelMove, is_device_name, moves_own_inputs, scope_moves
+from torchlint.semantic.loaders import ITER_WRAPPERS
 
 
 class BatchNotMovedToDevice(Rule):
@@ -78,7 +73,6 @@ class BatchNotMovedToDevice(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self._facts: FileFacts | None = None
         self._scopes: set[int] = set()
 
     def visit_For(self, node: cst.For) -> None:
@@ -99,7 +93,7 @@ class BatchNotMovedToDevice(Rule):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         if id(node) in self._scopes:
-            self._analyse(node, enclosing_class_of(self.context, node))
+            self._analyse(node, enclosing_class([*self.context.ancestors, node]))
 
     def leave_Module(self, node: cst.Module) -> None:
         if id(node) in self._scopes:
@@ -109,7 +103,7 @@ class BatchNotMovedToDevice(Rule):
         while isinstance(expr, cst.Call):
             name = (dotted_name(expr.func) or "").rsplit(".", 1)[-1]
             args = positional(expr)
-            if name not in _ITERATION_WRAPPERS or not args:
+            if name not in ITER_WRAPPERS or not args:
                 return False
             expr = args[0].value
         if isinstance(expr, cst.Subscript):
@@ -130,13 +124,34 @@ class BatchNotMovedToDevice(Rule):
         self._scopes.add(id(self.context.module))
 
     def _analyse(self, scope: cst.Module | cst.FunctionDef, classdef: cst.ClassDef | None) -> None:
-        if self._facts is None:
-            self._facts = FileFacts(self.context)
-        for finding in LoaderFlow(self._facts, scope, classdef).run():
-            if stays_on_cpu(self.context, finding.variable):
+        moves = scope_moves(self.context, scope, classdef)
+        if isinstance(scope, cst.FunctionDef):
+            assume_argument_models(self.context, scope, moves)
+        if not moves.any_unwrapped():
+            return
+        flow = BatchFlow(self.context, scope, classdef, moves)
+        reported: set[tuple[int, str]] = set()
+        for call in flow.calls():
+            move = moves.model_move(call)
+            if move is None and flow.is_loss(call):
+                # A loss that meets a model's output on the device meets its targets there too.
+                move = next((m for a in call.args if (m := flow.device_output(a.value))), None)
+            elif move is not None and any(is_device_name(arg.value) for arg in call.args):
+                continue  # `model(x, device)`: the model is told where its inputs go
+            if move is None:
                 continue
-            # `{line}` is filled in with the move's line when the finding is located.
-            self.report(finding.node, batch_message(finding, "{line}"), line_of=finding.move.call)
+            for arg in call.args:
+                found = flow.batch(arg.value)
+                if found is None or (id(found.batch.loop), found.variable) in reported:
+                    continue
+                if moves_own_inputs(self.context, move.name, scope, classdef):
+                    continue
+                reported.add((id(found.batch.loop), found.variable))
+                if stays_on_cpu(self.context, found.variable):
+                    continue
+                # `{line}` is filled in with the move's line when the finding is located.
+                message = batch_message(found, arg.star == "**", move, "{line}")
+                self.report(arg.value, message, line_of=move.call)
 
 
 # Sequence lengths: `pack_padded_sequence` takes them on the CPU, so they are not moved.
@@ -193,3 +208,40 @@ def _is_list(value: cst.BaseExpression, names: set[str] | None = None) -> bool:
     if isinstance(value, cst.Call):
         return dotted_name(value.func) == "list"
     return isinstance(value, (cst.List, cst.ListComp))
+
+
+def batch_message(found: BatchUse, star_kwargs: bool, move: ModelMove, line: str | None) -> str:
+    variable = found.variable
+    dict_like = found.dict_like or star_kwargs
+    loader = found.batch.loader
+    where = f" at line {line}" if line is not None else ""
+    if move.assumed_from is not None:
+        fix = (
+            f"{variable} = {{k: v.to({move.device}) for k, v in {variable}.items()}}"
+            if dict_like
+            else f"{variable} = {variable}.to({move.device})"
+        )
+        return (
+            f"{variable} comes from {loader} but is not moved to {move.device}, "
+            f"while {move.assumed_from} moves batches there{where}, so the model runs "
+            f"on {move.device}: add {fix}"
+        )
+    if move.device is None:
+        target, place, call = "the GPU", "the GPU", f"{move.name}.cuda()"
+        fix = (
+            f"{variable} = {{k: v.cuda() for k, v in {variable}.items()}}"
+            if dict_like
+            else f"{variable} = {variable}.cuda()"
+        )
+    else:
+        target = place = move.device
+        call = f"{move.name}.to({move.device})"
+        fix = (
+            f"{variable} = {{k: v.to({move.device}) for k, v in {variable}.items()}}"
+            if dict_like
+            else f"{variable} = {variable}.to({move.device})"
+        )
+    return (
+        f"{variable} comes from {loader} but is not moved to {target}; the model is on "
+        f"{place} ({call}{where}): add {fix}"
+    )
