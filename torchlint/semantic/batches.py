@@ -19,7 +19,8 @@ import libcst as cst
 from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
-from torchlint.semantic.candidates import candidate_values
+from torchlint.semantic.bindings import statement_list
+from torchlint.semantic.candidates import candidate_values, target_names
 from torchlint.semantic.devices import (
     ModelMove,
     ScopeMoves,
@@ -28,7 +29,7 @@ from torchlint.semantic.devices import (
     method_name,
     move_kind,
 )
-from torchlint.semantic.loaders import batch_move, batch_move_in, loader_of, target_names
+from torchlint.semantic.loaders import batch_move, batch_move_in, loader_of
 from torchlint.walker import iter_descendants
 
 #: Methods that keep a batch tensor where it is (on the CPU).
@@ -135,7 +136,9 @@ class BatchFlow:
     def calls(self) -> Iterator[cst.Call]:
         """Each call the scope makes while some name holds a batch; the flow's state is the
         one at that call while the caller looks at it."""
-        yield from self._block(_statements_of(self.scope.body))
+        scope = self.scope
+        body = scope if isinstance(scope, cst.Module) else scope.body
+        yield from self._block(statement_list(body) or [])
 
     # -- what an expression is ------------------------------------------------------------
     def batch(self, expr: cst.BaseExpression) -> BatchUse | None:
@@ -248,33 +251,33 @@ class BatchFlow:
                 batch = Batch(loader[0], node)
                 for name in names:
                     self.batches[name] = batch
-            yield from self._block(_statements_of(node.body))
+            yield from self._block(statement_list(node.body) or [])
             if loader is not None:
                 self.batches = {k: v for k, v in self.batches.items() if v.loop is not node}
             if node.orelse is not None:
-                yield from self._block(_statements_of(node.orelse.body))
+                yield from self._block(statement_list(node.orelse.body) or [])
         elif isinstance(node, cst.While):
             yield from self._uses(node.test)
-            yield from self._block(_statements_of(node.body))
+            yield from self._block(statement_list(node.body) or [])
         elif isinstance(node, cst.If):
             yield from self._uses(node.test)
-            yield from self._block(_statements_of(node.body))
+            yield from self._block(statement_list(node.body) or [])
             if isinstance(node.orelse, cst.If):
                 yield from self._statement(node.orelse)
             elif node.orelse is not None:
-                yield from self._block(_statements_of(node.orelse.body))
+                yield from self._block(statement_list(node.orelse.body) or [])
         elif isinstance(node, cst.With):
             for item in node.items:
                 yield from self._uses(item.item)
-            yield from self._block(_statements_of(node.body))
+            yield from self._block(statement_list(node.body) or [])
         elif isinstance(node, (cst.Try, cst.TryStar)):
-            yield from self._block(_statements_of(node.body))
+            yield from self._block(statement_list(node.body) or [])
             for handler in node.handlers:
-                yield from self._block(_statements_of(handler.body))
+                yield from self._block(statement_list(handler.body) or [])
             if node.orelse is not None:
-                yield from self._block(_statements_of(node.orelse.body))
+                yield from self._block(statement_list(node.orelse.body) or [])
             if node.finalbody is not None:
-                yield from self._block(_statements_of(node.finalbody.body))
+                yield from self._block(statement_list(node.finalbody.body) or [])
 
     def _small(self, node: cst.CSTNode) -> Iterator[cst.Call]:
         if self.batches:
@@ -421,14 +424,6 @@ def _loop_names(target: cst.BaseExpression, indexed: bool) -> list[str]:
             return []
         target = target.elements[1].value
     return target_names(target)
-
-
-def _statements_of(body: cst.BaseSuite | Sequence[cst.BaseStatement]) -> Sequence[cst.CSTNode]:
-    if isinstance(body, (list, tuple)):
-        return body
-    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-        return body.body
-    return ()
 
 
 def _names_in(node: cst.CSTNode) -> Iterator[str]:

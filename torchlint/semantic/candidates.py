@@ -70,6 +70,17 @@ def candidate_values(
     return values
 
 
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """Plain names bound by an assignment or loop target (`x`, `(x, y)`, `*rest`)."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []
+
+
 def _record(found: Candidates, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
     if isinstance(target, (cst.Tuple, cst.List)):
         values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None

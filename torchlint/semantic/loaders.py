@@ -17,7 +17,7 @@ from torchlint.analysis.call_args import keyword, positional
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
 from torchlint.semantic.bindings import class_body
-from torchlint.semantic.candidates import candidate_values
+from torchlint.semantic.candidates import candidate_values, target_names
 from torchlint.semantic.devices import device_argument, flat_dotted, move_kind
 from torchlint.walker import iter_descendants
 
@@ -187,17 +187,6 @@ class _LoaderFacts:
             ):
                 return True
         return False
-
-
-def target_names(target: cst.BaseExpression) -> list[str]:
-    """Plain names bound by an assignment or loop target (`x`, `(x, y)`, `*rest`)."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
-    return []
 
 
 def _is_loader_name(name: str) -> bool:

@@ -20,6 +20,8 @@ import libcst as cst
 from torchlint.analysis.call_args import keyword, positional
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
+from torchlint.semantic.bindings import statement_list
+from torchlint.semantic.candidates import target_names
 from torchlint.semantic.devices import device_arg_kind, module_device_state, move_kind
 
 FACTORIES = frozenset(
@@ -306,7 +308,7 @@ class _MethodFlow:
         tensors = self.state.tensors
         if not params and not tensors:
             return []
-        self._block(_statements_of(self.function.body))
+        self._block(statement_list(self.function.body) or [])
         source = params[0] if params else sorted(tensors)[0]
         return [CpuTensor(cpu.call, cpu.factory, source) for cpu in self.flagged.values()]
 
@@ -321,34 +323,34 @@ class _MethodFlow:
                 self._small(small)
         elif isinstance(node, cst.If):
             self.eval(node.test)
-            self._block(_statements_of(node.body))
+            self._block(statement_list(node.body) or [])
             if isinstance(node.orelse, cst.If):
                 self._statement(node.orelse)
             elif node.orelse is not None:
-                self._block(_statements_of(node.orelse.body))
+                self._block(statement_list(node.orelse.body) or [])
         elif isinstance(node, cst.For):
             kind = self.eval(node.iter)
             self._bind(node.target, _DEV if kind == _DEV else None)
-            self._block(_statements_of(node.body))
+            self._block(statement_list(node.body) or [])
             if node.orelse is not None:
-                self._block(_statements_of(node.orelse.body))
+                self._block(statement_list(node.orelse.body) or [])
         elif isinstance(node, cst.While):
             self.eval(node.test)
-            self._block(_statements_of(node.body))
+            self._block(statement_list(node.body) or [])
         elif isinstance(node, cst.With):
             for item in node.items:
                 self.eval(item.item)
                 if item.asname is not None:
                     self._bind(item.asname.name, None)
-            self._block(_statements_of(node.body))
+            self._block(statement_list(node.body) or [])
         elif isinstance(node, (cst.Try, cst.TryStar)):
-            self._block(_statements_of(node.body))
+            self._block(statement_list(node.body) or [])
             for handler in node.handlers:
-                self._block(_statements_of(handler.body))
+                self._block(statement_list(handler.body) or [])
             if node.orelse is not None:
-                self._block(_statements_of(node.orelse.body))
+                self._block(statement_list(node.orelse.body) or [])
             if node.finalbody is not None:
-                self._block(_statements_of(node.finalbody.body))
+                self._block(statement_list(node.finalbody.body) or [])
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.env.pop(node.name.value, None)
 
@@ -370,7 +372,7 @@ class _MethodFlow:
         elif isinstance(node, cst.Return) and node.value is not None:
             self.eval(node.value)
         elif isinstance(node, cst.Del):
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 self.env.pop(name, None)
 
     def _bind(self, target: cst.BaseExpression, kind: Kind) -> None:
@@ -653,19 +655,3 @@ def tensor_parameters(context: FileContext, function: cst.FunctionDef) -> list[s
             continue
         found.append(name)
     return found
-
-
-def _statements_of(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-        return body.body
-    return ()
-
-
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
