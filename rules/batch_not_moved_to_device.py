@@ -11,7 +11,12 @@ from torchlint.analysis.call_args import positional, string_value
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
-from torchlint.semantic.batches import BatchFlow, BatchUse, assume_argument_models
+from torchlint.semantic.batches import (
+    BatchFlow,
+    BatchUse,
+    assume_argument_models,
+    caller_model_moves,
+)
 from torchlint.semantic.calls import enclosing_class
 from torchlint.semantic.devices import ModelMove, is_device_name, moves_own_inputs, scope_moves
 from torchlint.semantic.loaders import ITER_WRAPPERS
@@ -41,15 +46,19 @@ class BatchNotMovedToDevice(Rule):
     the first batch — often only after a long data-loading warm-up, or only on the GPU
     machine.
 
-    A model passed in as an argument counts as moved when the same loop moves some of its
-    batches (`x = x.to(device)` but not `y`), and, in an evaluation function (`evaluate`,
-    `test_*`, `validate`, `predict`...) that moves nothing, when a training loop of the same
-    file moves its batches to a device.
+    A model passed in as an argument counts as moved when every call of the function in
+    the file passes a model its caller moved to a device, together with plain loaders for
+    the loaders the function loops over (`train(net, train_loader)` after
+    `net = Net().to(device)`); when the same loop moves some of its batches
+    (`x = x.to(device)` but not `y`); and, in an evaluation function (`evaluate`, `test_*`,
+    `validate`, `predict`...) that moves nothing, when a training loop of the same file
+    moves its batches to a device.
 
     ## Known problems
     Only a model moved in the same function (or the same script body, or the same class
-    for `self.model`) or evidenced as above is considered; moves inside the model's own
-    `forward` are not seen. Test files are not checked for the evaluation-function case.
+    for `self.model`), handed in by the file's own callers, or evidenced as above is
+    considered; moves inside the model's own `forward` are not seen. Test files are not
+    checked for the evaluation-function case.
 
     ## Example
     ```python
@@ -126,6 +135,7 @@ class BatchNotMovedToDevice(Rule):
     def _analyse(self, scope: cst.Module | cst.FunctionDef, classdef: cst.ClassDef | None) -> None:
         moves = scope_moves(self.context, scope, classdef)
         if isinstance(scope, cst.FunctionDef):
+            caller_model_moves(self.context, scope, moves)
             assume_argument_models(self.context, scope, moves)
         if not moves.any_unwrapped():
             return
@@ -241,7 +251,8 @@ def batch_message(found: BatchUse, star_kwargs: bool, move: ModelMove, line: str
             if dict_like
             else f"{variable} = {variable}.to({move.device})"
         )
+    passed = f", passed in by {move.passed_by}" if move.passed_by is not None else ""
     return (
         f"{variable} comes from {loader} but is not moved to {target}; the model is on "
-        f"{place} ({call}{where}): add {fix}"
+        f"{place} ({call}{where}{passed}): add {fix}"
     )

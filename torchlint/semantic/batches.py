@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.test_paths import is_test_file
-from torchlint.context import FileContext
+from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
-from torchlint.semantic.bindings import statement_list
+from torchlint.semantic.bindings import SCOPE_NODES, bindings, statement_list
+from torchlint.semantic.calls import argument_for, call_sites, enclosing_class
 from torchlint.semantic.candidates import candidate_values, target_names
 from torchlint.semantic.devices import (
     ModelMove,
@@ -28,6 +29,8 @@ from torchlint.semantic.devices import (
     device_argument,
     method_name,
     move_kind,
+    moves_own_inputs,
+    scope_moves,
 )
 from torchlint.semantic.loaders import batch_move, batch_move_in, loader_of
 from torchlint.walker import iter_descendants
@@ -439,3 +442,99 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
     while isinstance(expr, (cst.Subscript, cst.Attribute)):
         expr = expr.value
     return expr.value if isinstance(expr, cst.Name) else None
+
+
+def caller_model_moves(context: FileContext, function: cst.FunctionDef, moves: ScopeMoves) -> None:
+    """Models handed to `function` on a device: a parameter it calls on data, for which every
+    call of `function` in this file passes a model its caller moved to a device (and, for
+    each loader the function loops over, a loader whose batches are surely CPU tensors).
+    Adds them to `moves`, as on the device from the start of the function."""
+    sites = call_sites(context).of(function)
+    if not sites:
+        return
+    params = function.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    index = bindings(context).index(function)
+    loaders = _looped_parameters(function, set(names))
+    for name in names:
+        if name in moves.moves or len(index.get(name, ())) != 1:
+            continue  # moved here, or rebound (`model = DataParallel(model)`)
+        if not _calls_and_keeps(context, function, name):
+            continue
+        found: list[ModelMove] = []
+        callers: list[str] = []
+        for call, path in sites:
+            move = _moved_argument(context, function, name, loaders, call, path)
+            if move is None:
+                break
+            found.append(move)
+            caller = next((n for n in reversed(path) if isinstance(n, cst.FunctionDef)), None)
+            callers.append(f"{caller.name.value}()" if caller is not None else "the script")
+        else:
+            first = found[0]
+            passed_by = " and ".join(dict.fromkeys(callers))
+            moves.moves[name] = ModelMove(first.name, first.call, -1, first.device, None, passed_by)
+
+
+def _moved_argument(
+    context: FileContext,
+    function: cst.FunctionDef,
+    name: str,
+    loaders: set[str],
+    call: cst.Call,
+    path: tuple[cst.CSTNode, ...],
+) -> ModelMove | None:
+    """The caller's move of the model `call` passes for `name`, when the model is on a device
+    there and every loader it passes is a CPU loader."""
+    caller = next((n for n in reversed(path[:-1]) if isinstance(n, SCOPE_NODES)), context.module)
+    if not isinstance(caller, (cst.FunctionDef, cst.Module)):
+        return None
+    classdef = enclosing_class(list(path))
+    argument = argument_for(call, function, name)
+    held = dotted_name(argument) if argument is not None else None
+    if held is None:
+        return None
+    move = scope_moves(context, caller, classdef).moved_at(held, call)
+    if move is None or moves_own_inputs(context, move.name, caller, classdef):
+        return None
+    for loader in loaders:
+        passed = argument_for(call, function, loader)
+        if passed is None or loader_of(context, passed, caller, classdef) is None:
+            return None
+    return move
+
+
+def _looped_parameters(function: cst.FunctionDef, params: set[str]) -> set[str]:
+    """Parameters the function iterates (`for x in loader`, `iter(loader)`)."""
+    found: set[str] = set()
+    for node in iter_scope_nodes(function):
+        expr: cst.BaseExpression | None = None
+        if isinstance(node, cst.For):
+            expr = node.iter
+        elif isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and node.args:
+            expr = node.args[0].value
+        while isinstance(expr, cst.Call) and expr.args:
+            expr = expr.args[0].value
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if isinstance(expr, cst.Name) and expr.value in params:
+            found.add(expr.value)
+    return found
+
+
+def _calls_and_keeps(context: FileContext, function: cst.FunctionDef, name: str) -> bool:
+    """Whether the function calls the parameter `name` on data and never moves it itself."""
+    called = False
+    for node in iter_scope_nodes(function):
+        if not isinstance(node, cst.Call):
+            continue
+        if isinstance(node.func, cst.Name) and node.func.value == name:
+            called = True
+        elif (
+            isinstance(node.func, cst.Attribute)
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == name
+            and move_kind(context, node) is not None
+        ):
+            return False
+    return called

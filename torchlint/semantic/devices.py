@@ -198,6 +198,8 @@ class ModelMove:
     #: For a model passed in as an argument: what moves batches to `device` (`call`) and so
     #: says where the model runs ("this loop", "train()").
     assumed_from: str | None = None
+    #: For a model passed in as an argument: the callers that pass it on the device.
+    passed_by: str | None = None
 
 
 @dataclass
@@ -221,12 +223,17 @@ class ScopeMoves:
             return None
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
-        move = self.moves.get(callee)
-        if move is None or callee in self.wrapped:
+        return self.moved_at(callee, call)
+
+    def moved_at(self, name: str, node: cst.CSTNode) -> ModelMove | None:
+        """The move of the model `name` holds, when it is on a device at `node` of the scope
+        and not wrapped."""
+        move = self.moves.get(name)
+        if move is None or name in self.wrapped:
             return None
         if self._order is None:
-            self._order = {id(node): index for index, node in enumerate(self.nodes)}
-        if move.order >= 0 and move.order > self._order.get(id(call), -1):
+            self._order = {id(n): index for index, n in enumerate(self.nodes)}
+        if move.order >= 0 and move.order > self._order.get(id(node), -1):
             return None
         return move
 
