@@ -16,7 +16,7 @@ import libcst as cst
 from torchlint.analysis.call_args import keyword, positional, string_value
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
-from torchlint.semantic.bindings import class_body
+from torchlint.semantic.bindings import class_body, method
 from torchlint.semantic.candidates import candidate_values, self_attribute_values
 from torchlint.walker import iter_descendants
 
@@ -359,18 +359,7 @@ def moves_own_inputs(
         if not isinstance(value, cst.Call):
             continue
         local = context.class_defs().get(dotted_name(value.func) or "")
-        forward = (
-            next(
-                (
-                    m
-                    for m in class_body(local)
-                    if isinstance(m, cst.FunctionDef) and m.name.value == "forward"
-                ),
-                None,
-            )
-            if local is not None
-            else None
-        )
+        forward = method(local, "forward") if local is not None else None
         if forward is None:
             continue
         code = context.code(forward)
@@ -448,10 +437,10 @@ def _device_state(context: FileContext, classdef: cst.ClassDef) -> DeviceState:
                 local = context.class_defs().get(dotted_name(value.func) or "")
                 if local is not None and context.is_nn_module(local):
                     submodules.add(name)
-    for method in class_body(classdef):
-        if not isinstance(method, cst.FunctionDef):
+    for function in class_body(classdef):
+        if not isinstance(function, cst.FunctionDef):
             continue
-        for node in iter_scope_nodes(method):
+        for node in iter_scope_nodes(function):
             if (
                 isinstance(node, cst.Call)
                 and method_name(node) in ("register_buffer", "register_parameter")
