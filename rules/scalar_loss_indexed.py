@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.semantic.flow import scope_index
 from torchlint.semantic.tensors import is_false, keyword
 from torchlint.semantic.training import is_loss_call
 
@@ -27,9 +28,9 @@ class ScalarLossIndexed(Rule):
     `loss.data.cpu().numpy()[0]` or `loss[0]`, where the value is the result of a criterion
     or loss function (`criterion(out, y)`, `F.nll_loss(...)`, `nn.MSELoss()(out, y)`), or of
     `.sum()` / `.mean()` (or `torch.sum(x)` / `torch.mean(x)`) called without a dimension
-    (`(pred == y).sum().data[0]`). A name
-    counts only when every assignment to it in the same function (or module) is such a
-    value.
+    (`(pred == y).sum().data[0]`). A name counts only when every assignment to it in the
+    same function (or module) is such a value, or when it starts from a number and every
+    update adds one (`loss = 0`, then `loss += criterion(out, y)` per time step).
 
     Not reported: indexing a batch (`x.data[0]`, `out[0]`), a loss computed with
     `reduction="none"` or `reduce=False` (one value per sample), and a bare `X[0]` whose
@@ -45,6 +46,8 @@ class ScalarLossIndexed(Rule):
     ## Known problems
     A loss returned by a helper, built with arithmetic (`loss = a + b`), or assigned
     several times with different kinds of values is not followed, so some cases are missed.
+    The `.data[0]` idiom itself is also correct code on a batch, so it is never reported on
+    its own.
 
     ## Example
     ```python
@@ -102,10 +105,27 @@ class ScalarLossIndexed(Rule):
             seen.add(expr.value)
             scope: cst.CSTNode = self.context.enclosing_function() or self.context.module
             values = self.context.assignments(scope).get(expr.value, [])
+            added = self._added(scope, expr.value)
+            if added:
+                # `loss = 0` then `loss += criterion(...)`: a sum of losses.
+                values = [v for v in values if not isinstance(v, (cst.Integer, cst.Float))]
+                values += added
             kinds = {self._zero_dim(value, evidence, seen) for value in values}
             if values and None not in kinds:
                 return kinds.pop() if len(kinds) == 1 else "a loss"
         return None
+
+    def _added(self, scope: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
+        """What `name += ...` adds to `name` in `scope`, if every update is an addition."""
+        added: list[cst.BaseExpression] = []
+        for node in scope_index(self.context, scope).nodes:
+            if not isinstance(node, cst.AugAssign):
+                continue
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                if not isinstance(node.operator, cst.AddAssign):
+                    return []
+                added.append(node.value)
+        return added
 
     def _zero_dim_call(self, call: cst.Call, evidence: bool) -> str | None:
         func = call.func
