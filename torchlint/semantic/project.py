@@ -19,7 +19,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchlint import __version__
+from torchlint.cache import engine_version
 from torchlint.context import FileContext
 from torchlint.names import dotted_name, top_level_imports
 from torchlint.semantic.resolve import resolve_module
@@ -56,7 +56,7 @@ class ProjectIndex:
             data = path.read_bytes()
         except OSError:
             return None
-        digest = hashlib.sha256(__version__.encode() + b"\0" + data).hexdigest()
+        digest = hashlib.sha256(engine_version().encode() + b"\0" + data).hexdigest()
         if digest in _MEMO:
             return _MEMO[digest]
         found = self._read_cached(digest)
