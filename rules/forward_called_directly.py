@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchlint.analysis.call_args import detached, keeps_comments
 from torchlint.analysis.test_paths import is_test_file
@@ -190,6 +189,8 @@ def _explained_bypass(context: FileContext) -> bool:
         if line.comment is None:
             break  # a blank line ends the comment block above the statement
         comments.append(line.comment.value)
+    import libcst.matchers as m  # slow to import: only here, where a finding is being made
+
     inline = statement.with_changes(leading_lines=())
     comments += [c.value for c in m.findall(inline, m.Comment()) if isinstance(c, cst.Comment)]
     return any(_BYPASS_COMMENT.search(comment) for comment in comments)

@@ -151,3 +151,26 @@ def test_cached_results_belong_to_the_code_that_made_them(tmp_path: Path) -> Non
         os.utime(rule, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         cache_module.engine_version.cache_clear()
     assert cache_module.engine_version() == before
+
+
+def test_linting_without_fixes_never_imports_libcst_matchers(tmp_path: Path) -> None:
+    """`libcst.matchers` costs most of a second to import: only fix builders may load it,
+    so a run without findings to fix never pays for it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "clean.py").write_text(CLEAN, encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "from torchlint.cli import main\n"
+        "try:\n"
+        "    main(['check', '--no-shapes', '--no-cache', '--exit-zero', '--select', 'ALL', "
+        "'clean.py'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('matchers' if 'libcst.matchers' in sys.modules else 'clean')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "clean", result.stdout + result.stderr

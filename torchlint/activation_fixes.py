@@ -8,7 +8,6 @@ or a name bound to one just before and used nowhere else (`p = z.softmax(1)`, th
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchlint.analysis.activations import LOG_SOFTMAX, SIGMOID, SOFTMAX
 from torchlint.analysis.call_args import detached, keeps_comments, with_absolute_indent
@@ -249,6 +248,8 @@ def _next_statement_holds(
 
 def _has_comments(statement: cst.SimpleStatementLine) -> bool:
     """Comments on, in or just above the statement: removing it would lose them."""
+    import libcst.matchers as m  # slow to import: only when a fix is built
+
     return any(line.comment is not None for line in statement.leading_lines) or bool(
         m.findall(statement.with_changes(leading_lines=()), m.Comment())
     )
@@ -308,6 +309,8 @@ def drop_last_layer(
     """Remove the activation layer that ends `model = nn.Sequential(..., nn.Softmax(1))`
     when the loss input is `model(x)` and the file runs the model nowhere else (so nothing
     else wanted its probabilities)."""
+    import libcst.matchers as m  # slow to import: only when a fix is built
+
     found = _activation_source(context, argument)
     if found is None or found[2]:
         return None

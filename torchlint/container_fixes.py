@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchlint.analysis.call_args import module_spelling, with_absolute_indent
 from torchlint.context import FileContext
@@ -84,6 +83,8 @@ def wrap_container(
 
 def _assignment(classdef: cst.ClassDef, value: cst.CSTNode) -> tuple[cst.Assign, str] | None:
     """The `self.x = value` statement in a method, and the indentation of its block."""
+    import libcst.matchers as m  # slow to import: only when a fix is built
+
     class_indent = _indent(classdef.body)
     for method in classdef.body.body:
         if not isinstance(method, cst.FunctionDef):
@@ -146,6 +147,8 @@ def _built(context: FileContext, node: cst.CSTNode, wrapper: str) -> bool:
 def _uses(classdef: cst.ClassDef, attribute: str) -> tuple[set[str], list[cst.CSTNode]] | None:
     """The methods called on `self.<attribute>` in the class, and the values it is given by
     `append`/`insert`; None for a use the wrappers may not support (an operator, `[k] =`)."""
+    import libcst.matchers as m  # slow to import: only when a fix is built
+
     methods: set[str] = set()
     added: list[cst.CSTNode] = []
     target = m.Attribute(value=m.Name("self"), attr=m.Name(attribute))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.semantic.lookup import value_here
+from torchlint.walker import iter_descendants
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
@@ -141,7 +141,8 @@ def _is_local(context: FileContext, function: cst.FunctionDef, name: str) -> boo
     ):
         return True
     return name in context.assignments(function) or any(
-        isinstance(node, cst.For) and name in {n.value for n in m.findall(node.target, m.Name())}
+        isinstance(node, cst.For)
+        and name in {n.value for n in iter_descendants(node.target) if isinstance(n, cst.Name)}
         for node in iter_scope_nodes(function)
     )
 
@@ -257,8 +258,9 @@ def _object_uses(context: FileContext) -> tuple[frozenset[str], frozenset[str]]:
     method on them), and names it hands to `torch.from_numpy` (`data` in `data[3:]`)."""
     modules: set[str] = set()
     arrays: set[str] = set()
-    for node in m.findall(context.module, m.Call()):
-        assert isinstance(node, cst.Call)
+    for node in iter_descendants(context.module):
+        if not isinstance(node, cst.Call):
+            continue
         func = node.func
         if isinstance(func, (cst.Name, cst.Attribute)):
             modules.add(context.code(func))
