@@ -19,6 +19,7 @@ import libcst as cst
 from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
+from torchlint.semantic.calls import call_target
 from torchlint.walker import iter_descendants
 
 # -- device / dtype vocabulary ------------------------------------------------------------------
@@ -1377,8 +1378,17 @@ class CpuTensor:
 class ForwardFlow:
     """Follows where tensors live through one `forward` method."""
 
-    def __init__(self, facts: FileFacts, function: cst.FunctionDef, classdef: cst.ClassDef):
+    def __init__(
+        self,
+        facts: FileFacts,
+        function: cst.FunctionDef,
+        classdef: cst.ClassDef,
+        depth: int = 0,
+    ):
         self.facts = facts
+        self.depth = depth
+        #: What each `return` gives back (a helper's CPU tensors reach forward through them).
+        self.returned: list[Kind] = []
         self.context = facts.context
         self.function = function
         self.classdef = classdef
@@ -1537,7 +1547,7 @@ class ForwardFlow:
         elif isinstance(node, cst.Expr):
             self.eval(node.value)
         elif isinstance(node, cst.Return) and node.value is not None:
-            self.eval(node.value)
+            self.returned.append(self.eval(node.value))
         elif isinstance(node, cst.Del):
             for name in target_names(node.target):
                 self.env.pop(name, None)
@@ -1710,11 +1720,25 @@ class ForwardFlow:
                 return self._combine(kinds)
             if callee in self.submodules:  # a module of this file may take CPU shape tensors
                 return _DEV if _DEV in kinds else None
-            return None
+            return self._helper_result(call)
         if isinstance(func, cst.Attribute):
             return self._method(call, func)
         self._args(call)
         return None
+
+    def _helper_result(self, call: cst.Call) -> Kind:
+        """`self.init_hidden(n)`: the CPU tensors a method of the class always returns."""
+        helper = call_target(self.context, call, self.classdef)
+        if helper is None or helper is self.function or self.depth >= 2:
+            return None
+        inner = ForwardFlow(self.facts, helper, self.classdef, self.depth + 1)
+        inner.tensors, inner.layers = set(self.tensors), set(self.layers)
+        inner.submodules, inner.builtins = set(self.submodules), set(self.builtins)
+        inner._block(statements_of(helper.body))
+        if len(inner.returned) != 1:
+            return None
+        result = inner.returned[0]
+        return result if all(isinstance(k, _Cpu) for k in _flatten(result)) else None
 
     def _method(self, call: cst.Call, func: cst.Attribute) -> Kind:
         receiver = self.eval(func.value)
