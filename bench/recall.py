@@ -17,9 +17,9 @@ a code outside the classes (TL105, advice on numerical stability) counts in "oth
 checked by `--verify`.
 
 `--verify` runs the corpus and checks that each marked bug really happens, and that the clean
-files run and show none of the bugs. Each runnable unit (a file with a `__main__` block, or a
-project's `train.py`) runs in a child process with probes installed, and the evidence each
-probe records is matched against the codes marked in the unit:
+files run and show none of the bugs (Linux and macOS: it forks). Each runnable unit (a file with
+a `__main__` block, or a project's `train.py`) runs in a child process with probes installed,
+and the evidence each probe records is matched against the codes marked in the unit:
 
 - TL101 / TL103: a cross-entropy (NLL) loss received rows that are probabilities (non-negative,
   summing to 1) or, for cross-entropy, log-probabilities (logsumexp 0): the loss input was
@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
-import subprocess
+import signal
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -205,21 +206,37 @@ def on_meta(source: str) -> str:
     return source
 
 
-def run_probe(unit: Unit, meta: bool, timeout: float = 120.0) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--probe", str(unit.entry)]
-    if meta:
-        command.append("--meta")
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout, cwd=unit.entry.parent
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("PROBE ")]
-    if not lines:
-        return {"evidence": [], "error": f"probe crashed: {done.stderr[-400:]}"}
-    return json.loads(lines[-1][len("PROBE ") :])
+def run_probe(unit: Unit, meta: bool, timeout: int = 120) -> dict:
+    """Run one unit in a forked child of this process, which imported torch once already."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run the unit, send back what the probes saw, never return
+        os.close(read_end)
+        signal.alarm(timeout)
+        try:
+            os.chdir(unit.entry.parent)
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            result = probe(unit.entry, meta)
+        except BaseException as exc:
+            result = {"evidence": [], "error": f"probe crashed: {exc!r}"}
+        os.write(write_end, json.dumps(result).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        return {"evidence": [], "error": f"no result (wait status {status}; time-out {timeout}s?)"}
+    return json.loads(data)
 
 
 def verify(selected: list[Unit]) -> list[str]:
     """Problems found; each line says which unit and what did not happen as marked."""
+    import torch  # imported once; each unit runs in a fork of this process
+
+    torch.set_num_threads(1)
     problems = []
     for unit in selected:
         codes = unit.codes()
@@ -255,8 +272,8 @@ def verify(selected: list[Unit]) -> list[str]:
 # --- probes (run in the child process) -------------------------------------------------------
 
 
-def probe(entry: Path, meta: bool) -> None:
-    """Run `entry` as `__main__` with the probes installed; print what they saw as JSON."""
+def probe(entry: Path, meta: bool) -> dict:
+    """Run `entry` as `__main__` with the probes installed; what they saw."""
     import runpy
     import warnings
 
@@ -396,6 +413,8 @@ def probe(entry: Path, meta: bool) -> None:
                 # `optimizer(model.parameters())` found none: the layers are not registered.
                 evidence.update({"TL401", "TL402"})
                 error = None
+        except SystemExit:
+            pass
         except Exception as exc:  # a unit that fails otherwise is reported, not hidden
             error = f"{type(exc).__name__}: {str(exc)[:200]}"
     if any("lr_scheduler.step()` before `optimizer.step()" in str(w.message) for w in caught):
@@ -403,7 +422,7 @@ def probe(entry: Path, meta: bool) -> None:
     if any(unregistered(m) for m in seen_modules.values()):
         evidence.add("TL401")
         evidence.add("TL402")
-    print("PROBE " + json.dumps({"evidence": sorted(evidence), "error": error}))
+    return {"evidence": sorted(evidence), "error": error}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -413,8 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--meta", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.probe:
-        probe(args.probe.resolve(), args.meta)
+    if args.probe:  # one unit in this process, for debugging a case
+        print(json.dumps(probe(args.probe.resolve(), args.meta)))
         return 0
     tallies = score()
     print(f"{len(corpus_files())} files in {CORPUS.relative_to(ROOT)}")

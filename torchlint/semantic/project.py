@@ -35,6 +35,8 @@ _IMPORT_LINE = re.compile(
     r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M
 )
 _MAX_SUMMARY_BYTES = 2_000_000
+#: Bumped when FileSummary gains a field, so summaries cached without it are not read.
+_SUMMARY_FORMAT = b"\0summary-2\0"
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class ProjectIndex:
             data = path.read_bytes()
         except OSError:
             return None
-        digest = hashlib.sha256(__version__.encode() + b"\0" + data).hexdigest()
+        digest = hashlib.sha256(__version__.encode() + _SUMMARY_FORMAT + data).hexdigest()
         if digest in _MEMO:
             return _MEMO[digest]
         found = self._read_cached(digest)
