@@ -39,8 +39,9 @@ and the evidence each probe records is matched against the codes marked in the u
 - TL501: a `backward()` ran while the parameters still held the gradients an optimizer
   step had already used (gradients accumulate across steps).
 - TL502: an optimizer stepped with every gradient zero or None after a backward pass.
-- TL503: a module in eval mode ran with grad enabled and its output requires grad (the
-  evaluation records a graph).
+- TL503: a module in eval mode ran with grad enabled and its output requires grad, or (in a
+  run that ended normally) a model's output carried a graph that no `backward()` went
+  through: the evaluation recorded a graph for nothing.
 - TL504: a module holding dropout or batch-norm ran under `no_grad` / `inference_mode` while
   in training mode.
 - TL505: an optimizer stepped before any gradient existed.
@@ -322,13 +323,25 @@ def probe(entry: Path, meta: bool) -> dict:
     functional.cross_entropy, functional.nll_loss = ce, nll
     functional.binary_cross_entropy_with_logits = bce
 
+    depth = [0]
+    graphs: list[int] = []  # each outermost forward whose output carries a graph
+    reached: set[int] = set()  # those a backward() computed a gradient for
+
+    def forward_pre_hook(module: nn.Module, args: tuple) -> None:
+        depth[0] += 1
+
     def forward_hook(module: nn.Module, args: tuple, output: object) -> None:
+        depth[0] -= 1
         seen_modules[id(module)] = module
         out = output[0] if isinstance(output, tuple) and output else output
         if not isinstance(out, torch.Tensor):
             return
         if not module.training and torch.is_grad_enabled() and out.requires_grad:
             evidence.add("TL503")
+        if depth[0] == 0 and out.grad_fn is not None:
+            key = len(graphs)
+            graphs.append(key)
+            out.register_hook(lambda grad: reached.add(key))
         stochastic = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
         if (
             module.training
@@ -337,6 +350,7 @@ def probe(entry: Path, meta: bool) -> dict:
         ):
             evidence.add("TL504")
 
+    nn.modules.module.register_module_forward_pre_hook(forward_pre_hook)
     nn.modules.module.register_module_forward_hook(forward_hook)
 
     def step_hook(optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
@@ -344,7 +358,7 @@ def probe(entry: Path, meta: bool) -> dict:
         grads = [p.grad for p in params if p.grad is not None]
         if not grads:
             evidence.add("TL505" if not backward_ran[0] else "TL502")
-        elif all(not bool(g.any()) for g in grads if g.device.type != "meta"):
+        elif all(not bool(g.any()) for g in grads) and not any(g.is_meta for g in grads):
             evidence.add("TL502")
         for p in params:
             if p.grad is not None and p.grad.device.type != "meta":
@@ -417,6 +431,8 @@ def probe(entry: Path, meta: bool) -> dict:
             pass
         except Exception as exc:  # a unit that fails otherwise is reported, not hidden
             error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    if error is None and not meta and any(key not in reached for key in graphs):
+        evidence.add("TL503")  # a model's output carried a graph no backward() ever used
     if any("lr_scheduler.step()` before `optimizer.step()" in str(w.message) for w in caught):
         evidence.add("TL506")
     if any(unregistered(m) for m in seen_modules.values()):
