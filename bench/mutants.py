@@ -36,17 +36,22 @@ _CODES = {"TL601", "TL602", "TL603", "TL604", "TL605"}
 
 RUN_FORWARD = r"""
 import importlib.util, json, os, sys, torch
-path, models = sys.argv[1], json.loads(sys.argv[2])
+from torchlint.shapes.build import constructor_arguments
+path, models, package = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 sys.path.insert(0, os.path.dirname(path))
 sys.argv = [path]
-spec = importlib.util.spec_from_file_location("mutant_under_test", path)
+name = (package + "." if package else "") + "mutant_under_test"
+spec = importlib.util.spec_from_file_location(name, path)
 module = importlib.util.module_from_spec(spec)
+sys.modules[name] = module
 spec.loader.exec_module(module)
 torch.manual_seed(0)
 out = {}
 for name, inputs in models.items():
     try:
-        model = getattr(module, name)().eval()
+        cls = getattr(module, name)
+        args, kwargs, _ = constructor_arguments(cls, None)
+        model = cls(*args, **kwargs).eval()
     except Exception as exc:
         out[name] = "build: " + type(exc).__name__
         continue
@@ -200,10 +205,20 @@ def engine_models(path: Path, timeout: float) -> tuple[dict[str, list[Any]], lis
     return models, findings
 
 
-def run_forward(path: Path, models: dict[str, list[Any]], timeout: float) -> dict[str, str]:
+def package_of(path: Path) -> str:
+    """The dotted package an installed file belongs to ("" for a script tree)."""
+    for root in sorted(sys.path, key=len, reverse=True):
+        if root and "site-packages" in root and str(path).startswith(root.rstrip("/") + "/"):
+            return ".".join(path.parent.relative_to(root).parts)
+    return ""
+
+
+def run_forward(
+    path: Path, models: dict[str, list[Any]], timeout: float, package: str = ""
+) -> dict[str, str]:
     try:
         done = subprocess.run(
-            [sys.executable, "-c", RUN_FORWARD, str(path), json.dumps(models)],
+            [sys.executable, "-c", RUN_FORWARD, str(path), json.dumps(models), package],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -229,39 +244,65 @@ def bench_file(
     models, _ = engine_models(path, timeout)
     original = lint(path, timeout)
     summary = {"file": str(path), "models": len(models), "original": original, "mutants": 0}
-    passing = {n: i for n, i in models.items() if run_forward(path, {n: i}, timeout).get(n) == "ok"}
+    package = package_of(path)
+    passing = {
+        n: i
+        for n, i in models.items()
+        if run_forward(path, {n: i}, timeout, package).get(n) == "ok"
+    }
     summary["runnable"] = len(passing)
     if not passing:
         return summary
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / path.name
-        for sibling in path.parent.glob("*.py"):  # local imports of the mutated file
-            if sibling != path:
-                (Path(tmp) / sibling.name).write_text(sibling.read_text(encoding="utf-8"))
-        for mutant in mutants(source):
-            if summary["mutants"] >= limit:
-                break
-            target.write_text(mutant.text, encoding="utf-8")
-            ran = run_forward(target, passing, timeout)
-            if not any(v.startswith("fail") for v in ran.values()):
-                continue  # not a bug for these models (or not reached)
-            summary["mutants"] += 1
-            found = [(line, code) for line, code in lint(target, timeout) if code in _CODES]
-            rows.append(
-                {
-                    "file": str(path),
-                    "kind": mutant.kind,
-                    "line": mutant.line,
-                    "what": mutant.what,
-                    "at_line": any(line == mutant.line for line, _ in found),
-                    "in_file": bool(found),
-                    "found": found,
-                }
-            )
-            print(
-                f"  {path.name}:{mutant.line} {mutant.what}: {found}", file=sys.stderr, flush=True
-            )
+        if package:
+            # An installed package's file imports its siblings relatively: the mutant lies
+            # beside it (removed afterwards).
+            target = path.parent / "mutant_under_test.py"
+        else:
+            for sibling in path.parent.glob("*.py"):  # local imports of the mutated file
+                if sibling != path:
+                    (Path(tmp) / sibling.name).write_text(sibling.read_text(encoding="utf-8"))
+        try:
+            _run_mutants(path, source, target, package, passing, limit, timeout, summary, rows)
+        finally:
+            if package:
+                target.unlink(missing_ok=True)
     return summary
+
+
+def _run_mutants(
+    path: Path,
+    source: str,
+    target: Path,
+    package: str,
+    passing: dict[str, list[Any]],
+    limit: int,
+    timeout: float,
+    summary: dict[str, Any],
+    rows: list[dict[str, Any]],
+) -> None:
+    for mutant in mutants(source):
+        if summary["mutants"] >= limit:
+            break
+        target.write_text(mutant.text, encoding="utf-8")
+        ran = run_forward(target, passing, timeout, package)
+        if not any(v.startswith("fail") for v in ran.values()):
+            continue  # not a bug for these models (or not reached)
+        summary["mutants"] += 1
+        found = [(line, code) for line, code in lint(target, timeout) if code in _CODES]
+        rows.append(
+            {
+                "file": str(path),
+                "kind": mutant.kind,
+                "line": mutant.line,
+                "what": mutant.what,
+                "at_line": any(line == mutant.line for line, _ in found),
+                "in_file": bool(found),
+                "found": found,
+            }
+        )
+        print(f"  {path.name}:{mutant.line} {mutant.what}: {found}", file=sys.stderr, flush=True)
 
 
 def main() -> None:

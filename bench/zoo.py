@@ -10,8 +10,10 @@ The zoos are released, tested code: every TL601-TL605 finding is a false positiv
 real forward shows otherwise.
 
 Reported per zoo: files, model classes with a `forward`, models checked through the fx graph
-or the hooks fallback, models skipped (TL690) by reason, findings, median seconds per model
-checked, wall seconds, peak memory of the worker.
+or the hooks fallback, classes checked only inside another model (covered), models skipped
+(TL690) by reason, classes with neither (silent), the share of classes checked, findings,
+median seconds per model checked, wall seconds, peak memory of the worker. `--json` keeps
+every TL690 message and the silent classes too.
 """
 
 from __future__ import annotations
@@ -203,9 +205,12 @@ def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str,
     if missing:
         return {"zoo": zoo, "missing": missing}
     pairs = [(str(p), p.read_text(encoding="utf-8")) for p in files]
-    classes = 0
+    #: (path, class name) of every class with a forward, and its status (filled below).
+    status: dict[tuple[str, str], str] = {}
     for info in discover.scan(pairs):
-        classes += sum(1 for c in info.classes.values() if _defines_forward(c.node))
+        for name, cls in info.classes.items():
+            if _defines_forward(cls.node):
+                status[(info.path, name)] = "silent"
     stats: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
     try:
@@ -215,12 +220,25 @@ def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str,
     wall = time.perf_counter() - started
     records = [r for rs in stats.values() for r in rs]
     checked = [r for r in records if r.get("result") in ("ok", "finding")]
+    for path, rs in stats.items():
+        for r in rs:
+            if (path, r.get("model")) in status and r.get("result") in ("ok", "finding"):
+                status[(path, r["model"])] = r["path"]
+            elif (path, r.get("model")) in status and r.get("result") == "covered":
+                status[(path, r["model"])] = "covered"
     skipped: Counter[str] = Counter()
+    skips: list[str] = []
     findings: list[dict[str, Any]] = []
     for path, diagnostics in found.items():
         for d in diagnostics:
             if d.code == "TL690":
                 skipped[_reason(d.message)] += 1
+                short = os.path.relpath(path, os.path.dirname(os.path.dirname(path)))
+                skips.append(f"{short}:{d.line}: {d.message}")
+                named = re.match(r"shape check of (\w+) skipped", d.message)
+                key = (path, named.group(1)) if named else None
+                if key in status and status[key] == "silent":
+                    status[key] = "skipped"
             else:
                 short = os.path.relpath(path, os.path.dirname(os.path.dirname(path)))
                 findings.append(
@@ -229,10 +247,17 @@ def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str,
     codes = Counter(f["code"] for f in findings)
     seconds = [r["seconds"] for r in checked if "seconds" in r]
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    states = Counter(status.values())
     return {
         "zoo": zoo,
         "files": len(files),
-        "classes": classes,
+        "classes": len(status),
+        "covered": states["covered"],
+        "silent": states["silent"],
+        "silent_classes": sorted(
+            f"{Path(p).name}::{n}" for (p, n), s in status.items() if s == "silent"
+        ),
+        "skips": skips,
         "fx": sum(1 for r in checked if r.get("path") == "fx"),
         "fallback": sum(1 for r in checked if r.get("path") == "fallback"),
         "skipped": sum(skipped.values()),
@@ -247,15 +272,18 @@ def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str,
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    head = ("zoo", "files", "classes", "fx", "fallback", "skipped", "TL601-605", "TL606")
-    tail = ("median s/model", "wall s", "peak MiB")
+    head = ("zoo", "files", "classes", "fx", "fallback", "covered", "skipped", "silent")
+    head += ("TL601-605", "TL606")
+    tail = ("checked", "median s/model", "wall s", "peak MiB")
     lines = [" | ".join(head + tail), " | ".join("---" for _ in head + tail)]
     for row in rows:
         if "missing" in row:
             lines.append(f"{row['zoo']} | left out: {row['missing']}")
             continue
         median = f"{row['median_s']:.2f}" if row["median_s"] is not None else "-"
+        done = row["fx"] + row["fallback"] + row["covered"]
         cells = [str(row[k]) for k in head] + [
+            f"{done / row['classes']:.0%}" if row["classes"] else "-",
             median,
             f"{row['wall_s']:.0f}",
             f"{row['peak_mib']:.0f}",
@@ -297,6 +325,8 @@ def main() -> None:
                 f"\n{row['zoo']}: skipped by reason: "
                 + ", ".join(f"{k} {v}" for k, v in reasons.items())
             )
+        if row.get("silent_classes"):
+            print(f"  silent: {', '.join(row['silent_classes'])}")
         for finding in row.get("findings", []):
             print(f"  {finding['code']} {finding['where']}: {finding['message'][:160]}")
     if args.json:

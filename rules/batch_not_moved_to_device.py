@@ -5,21 +5,21 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
 
-from torchlint.analysis.devices import (
-    FileFacts,
-    LoaderFlow,
-    batch_message,
-    enclosing_class_of,
-    positional,
-    string_value,
-)
+from torchlint.analysis.call_args import positional, string_value
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
-
-_ITERATION_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "track", "progress_bar", "trange"})
+from torchlint.semantic.batches import (
+    BatchFlow,
+    BatchUse,
+    assume_argument_models,
+    caller_model_moves,
+)
+from torchlint.semantic.calls import enclosing_class
+from torchlint.semantic.devices import ModelMove, is_device_name, moves_own_inputs, scope_moves
+from torchlint.semantic.loaders import ITER_WRAPPERS
+from torchlint.walker import iter_descendants
 
 
 class BatchNotMovedToDevice(Rule):
@@ -46,15 +46,19 @@ class BatchNotMovedToDevice(Rule):
     the first batch — often only after a long data-loading warm-up, or only on the GPU
     machine.
 
-    A model passed in as an argument counts as moved when the same loop moves some of its
-    batches (`x = x.to(device)` but not `y`), and, in an evaluation function (`evaluate`,
-    `test_*`, `validate`, `predict`...) that moves nothing, when a training loop of the same
-    file moves its batches to a device.
+    A model passed in as an argument counts as moved when every call of the function in
+    the file passes a model its caller moved to a device, together with plain loaders for
+    the loaders the function loops over (`train(net, train_loader)` after
+    `net = Net().to(device)`); when the same loop moves some of its batches
+    (`x = x.to(device)` but not `y`); and, in an evaluation function (`evaluate`, `test_*`,
+    `validate`, `predict`...) that moves nothing, when a training loop of the same file
+    moves its batches to a device.
 
     ## Known problems
     Only a model moved in the same function (or the same script body, or the same class
-    for `self.model`) or evidenced as above is considered; moves inside the model's own
-    `forward` are not seen. Test files are not checked for the evaluation-function case.
+    for `self.model`), handed in by the file's own callers, or evidenced as above is
+    considered; moves inside the model's own `forward` are not seen. Test files are not
+    checked for the evaluation-function case.
 
     ## Example
     ```python
@@ -78,7 +82,6 @@ class BatchNotMovedToDevice(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self._facts: FileFacts | None = None
         self._scopes: set[int] = set()
 
     def visit_For(self, node: cst.For) -> None:
@@ -99,7 +102,7 @@ class BatchNotMovedToDevice(Rule):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         if id(node) in self._scopes:
-            self._analyse(node, enclosing_class_of(self.context, node))
+            self._analyse(node, enclosing_class([*self.context.ancestors, node]))
 
     def leave_Module(self, node: cst.Module) -> None:
         if id(node) in self._scopes:
@@ -109,7 +112,7 @@ class BatchNotMovedToDevice(Rule):
         while isinstance(expr, cst.Call):
             name = (dotted_name(expr.func) or "").rsplit(".", 1)[-1]
             args = positional(expr)
-            if name not in _ITERATION_WRAPPERS or not args:
+            if name not in ITER_WRAPPERS or not args:
                 return False
             expr = args[0].value
         if isinstance(expr, cst.Subscript):
@@ -130,13 +133,35 @@ class BatchNotMovedToDevice(Rule):
         self._scopes.add(id(self.context.module))
 
     def _analyse(self, scope: cst.Module | cst.FunctionDef, classdef: cst.ClassDef | None) -> None:
-        if self._facts is None:
-            self._facts = FileFacts(self.context)
-        for finding in LoaderFlow(self._facts, scope, classdef).run():
-            if stays_on_cpu(self.context, finding.variable):
+        moves = scope_moves(self.context, scope, classdef)
+        if isinstance(scope, cst.FunctionDef):
+            caller_model_moves(self.context, scope, moves)
+            assume_argument_models(self.context, scope, moves)
+        if not moves.any_unwrapped():
+            return
+        flow = BatchFlow(self.context, scope, classdef, moves)
+        reported: set[tuple[int, str]] = set()
+        for call in flow.calls():
+            move = moves.model_move(call)
+            if move is None and flow.is_loss(call):
+                # A loss that meets a model's output on the device meets its targets there too.
+                move = next((m for a in call.args if (m := flow.device_output(a.value))), None)
+            elif move is not None and any(is_device_name(arg.value) for arg in call.args):
+                continue  # `model(x, device)`: the model is told where its inputs go
+            if move is None:
                 continue
-            # `{line}` is filled in with the move's line when the finding is located.
-            self.report(finding.node, batch_message(finding, "{line}"), line_of=finding.move.call)
+            for arg in call.args:
+                found = flow.batch(arg.value)
+                if found is None or (id(found.batch.loop), found.variable) in reported:
+                    continue
+                if moves_own_inputs(self.context, move.name, scope, classdef):
+                    continue
+                reported.add((id(found.batch.loop), found.variable))
+                if stays_on_cpu(self.context, found.variable):
+                    continue
+                # `{line}` is filled in with the move's line when the finding is located.
+                message = batch_message(found, arg.star == "**", move, "{line}")
+                self.report(arg.value, message, line_of=move.call)
 
 
 # Sequence lengths: `pack_padded_sequence` takes them on the CPU, so they are not moved.
@@ -152,14 +177,20 @@ def stays_on_cpu(context: FileContext, variable: str) -> bool:
 
 def _collated_lists(context: FileContext) -> frozenset[str]:
     """Names (and dict keys) under which the file's collate functions return Python lists."""
+    if "collate" not in context.source:  # no collate function, by name or by `collate_fn=`
+        return frozenset()
+    nodes = iter_descendants(context.module)
     passed = {
         dotted_name(arg.value)
-        for arg in m.findall(context.module, m.Arg(keyword=m.Name("collate_fn")))
+        for arg in nodes
         if isinstance(arg, cst.Arg)
+        and isinstance(arg.keyword, cst.Name)
+        and arg.keyword.value == "collate_fn"
     }
     found: set[str] = set()
-    for function in m.findall(context.module, m.FunctionDef()):
-        assert isinstance(function, cst.FunctionDef)
+    for function in nodes:
+        if not isinstance(function, cst.FunctionDef):
+            continue
         name = function.name.value
         if "collate" not in name.lower() and name not in passed:
             continue
@@ -169,8 +200,9 @@ def _collated_lists(context: FileContext) -> frozenset[str]:
             if values and all(_is_list(v) for v in values)
         }
 
-        for returned in m.findall(function, m.Return()):
-            assert isinstance(returned, cst.Return)
+        for returned in iter_descendants(function):
+            if not isinstance(returned, cst.Return):
+                continue
             value = returned.value
             if isinstance(value, cst.Tuple):
                 found.update(
@@ -193,3 +225,41 @@ def _is_list(value: cst.BaseExpression, names: set[str] | None = None) -> bool:
     if isinstance(value, cst.Call):
         return dotted_name(value.func) == "list"
     return isinstance(value, (cst.List, cst.ListComp))
+
+
+def batch_message(found: BatchUse, star_kwargs: bool, move: ModelMove, line: str | None) -> str:
+    variable = found.variable
+    dict_like = found.dict_like or star_kwargs
+    loader = found.batch.loader
+    where = f" at line {line}" if line is not None else ""
+    if move.assumed_from is not None:
+        fix = (
+            f"{variable} = {{k: v.to({move.device}) for k, v in {variable}.items()}}"
+            if dict_like
+            else f"{variable} = {variable}.to({move.device})"
+        )
+        return (
+            f"{variable} comes from {loader} but is not moved to {move.device}, "
+            f"while {move.assumed_from} moves batches there{where}, so the model runs "
+            f"on {move.device}: add {fix}"
+        )
+    if move.device is None:
+        target, place, call = "the GPU", "the GPU", f"{move.name}.cuda()"
+        fix = (
+            f"{variable} = {{k: v.cuda() for k, v in {variable}.items()}}"
+            if dict_like
+            else f"{variable} = {variable}.cuda()"
+        )
+    else:
+        target = place = move.device
+        call = f"{move.name}.to({move.device})"
+        fix = (
+            f"{variable} = {{k: v.to({move.device}) for k, v in {variable}.items()}}"
+            if dict_like
+            else f"{variable} = {variable}.to({move.device})"
+        )
+    passed = f", passed in by {move.passed_by}" if move.passed_by is not None else ""
+    return (
+        f"{variable} comes from {loader} but is not moved to {target}; the model is on "
+        f"{place} ({call}{where}{passed}): add {fix}"
+    )

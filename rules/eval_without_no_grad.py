@@ -6,27 +6,26 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.loop_phases import (
-    ScopeFlags,
-    ScopeIndex,
-    all_classes,
-    assigned_values,
-    decorator_grad_mode,
-    fed_to_backward,
-    functions_called_without_grad,
-    grad_mode_of,
-    is_autograd_backward,
-    is_model_name,
-    method_class,
-    mode_call,
-    model_called,
-    names_in,
-    optimizer_step,
-    scope_index,
-)
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.scope_rule import ScopeFlags, method_class
+from torchlint.semantic.flow import (
+    ScopeIndex,
+    decorator_grad_mode,
+    functions_called_without_grad,
+    grad_mode_of,
+    names_in,
+    scope_index,
+)
+from torchlint.semantic.optimizers import all_classes, assigned_values, optimizer_step
+from torchlint.semantic.training import (
+    fed_to_backward,
+    is_autograd_backward,
+    is_model_name,
+    mode_call,
+    model_called,
+)
 from torchlint.semantic.values import unwrap_module_methods
 from torchlint.walker import iter_descendants
 

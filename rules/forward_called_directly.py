@@ -8,13 +8,13 @@ import libcst as cst
 import libcst.matchers as m
 
 from torchlint.analysis.call_args import detached, keeps_comments
-from torchlint.analysis.local_values import expression_value
 from torchlint.analysis.test_paths import is_test_file
 from torchlint.context import FileContext
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
+from torchlint.semantic.lookup import value_here
 
 _PROXY_METHODS = frozenset({"rpc_sync", "rpc_async", "remote", "to_here"})
 _GRAPH_MODULE = re.compile(r"(?:^|_)gm$|graph_module", re.IGNORECASE)
@@ -139,7 +139,7 @@ class ForwardCalledDirectly(Rule):
     def _known_non_module(self, receiver: cst.BaseExpression) -> bool:
         """An instance of a class defined in this file that is not an nn.Module (an
         autograd.Function, a trainer, a strategy object with its own `forward`)."""
-        value = expression_value(self.context, receiver)
+        value = value_here(self.context, receiver)
         if not isinstance(value, cst.Call):
             return False
         classdef = self.context.class_defs().get(dotted_name(value.func) or "")
@@ -150,7 +150,7 @@ class ForwardCalledDirectly(Rule):
         last = (dotted_name(receiver) or "").rsplit(".", 1)[-1].lower()
         if "remote" in last:
             return True
-        value = expression_value(self.context, receiver)
+        value = value_here(self.context, receiver)
         if isinstance(value, cst.Call):
             called = self.context.qualified_name(value.func) or dotted_name(value.func) or ""
             return called.endswith("RemoteModule")

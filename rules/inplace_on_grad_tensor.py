@@ -10,9 +10,9 @@ from torchlint.analysis.grad import (
     inplace_of_assignment,
     inplace_of_call,
 )
-from torchlint.analysis.saved_tensors import SAVED_OUTPUT_TOKENS, saved_output
 from torchlint.context import FileContext
 from torchlint.rule import Rule
+from torchlint.semantic.saved_tensors import SAVED_OUTPUT_TOKENS, saved_output
 
 
 class InplaceOnGradTensor(Rule):

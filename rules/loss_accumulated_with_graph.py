@@ -6,21 +6,18 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchlint.analysis.loop_phases import (
-    LoopScopeRule,
-    ScopeIndex,
+from torchlint.context import FileContext
+from torchlint.fixes import FixBuilder
+from torchlint.names import dotted_name
+from torchlint.scope_rule import LoopScopeRule, method_class
+from torchlint.semantic.flow import ScopeIndex, names_in, scope_index
+from torchlint.semantic.training import (
     directly_backwarded,
     fed_to_backward,
     is_autograd_backward,
     is_backward_call,
     is_loss_call,
-    method_class,
-    names_in,
-    scope_index,
 )
-from torchlint.context import FileContext
-from torchlint.fixes import FixBuilder
-from torchlint.names import dotted_name
 
 #: Methods and functions whose result no longer carries the graph.
 _DETACHING_METHODS = frozenset({"item", "detach", "tolist", "numpy", "detach_"})

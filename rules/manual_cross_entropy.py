@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.local_values import expression_value
 from torchlint.analysis.probabilities import SOFTMAX, activation_of
 from torchlint.diagnostic import Severity
 from torchlint.rule import Rule
+from torchlint.semantic.bindings import Where
+from torchlint.semantic.lookup import single_value, where_visited
 
 _REDUCTIONS = frozenset({"sum", "mean"})
 _REDUCTION_FUNCTIONS = frozenset({"torch.sum", "torch.mean"})
@@ -113,7 +114,9 @@ class ManualCrossEntropy(Rule):
         factors = [_unnegated(f) for f in _factors(product)]
         for factor in factors:
             probs = self._log_argument(factor)
-            if probs is None or not self._is_probabilities(probs):
+            if probs is None:
+                continue
+            if not self._is_probabilities(probs, where_visited(self.context, probs)):
                 continue
             # `p * log(p)` is an entropy term, not a loss against a target.
             others = {self.context.code(f) for f in factors if f is not factor}
@@ -139,10 +142,12 @@ class ManualCrossEntropy(Rule):
             return func.value
         return None
 
-    def _is_probabilities(self, expr: cst.BaseExpression) -> bool:
+    def _is_probabilities(self, expr: cst.BaseExpression, where: Where) -> bool:
         """Softmax output, possibly with `+ eps` or a clamp around it."""
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-            return self._is_probabilities(expr.left) or self._is_probabilities(expr.right)
+            return self._is_probabilities(expr.left, where) or self._is_probabilities(
+                expr.right, where
+            )
         if isinstance(expr, cst.Call):
             func = expr.func
             if (
@@ -150,12 +155,12 @@ class ManualCrossEntropy(Rule):
                 and func.attr.value in _CLAMPS
                 and self.context.qualified_name(func) is None
             ):
-                return self._is_probabilities(func.value)
+                return self._is_probabilities(func.value, where)
             if self.context.qualified_name(func) in ("torch.clamp", "torch.clip") and expr.args:
-                return self._is_probabilities(expr.args[0].value)
+                return self._is_probabilities(expr.args[0].value, where)
         if isinstance(expr, cst.Name):
-            value = expression_value(self.context, expr)
-            return value is not None and self._is_probabilities(value)
+            found = single_value(self.context, expr, where)
+            return found is not None and self._is_probabilities(*found)
         return activation_of(self.context, expr) == SOFTMAX
 
 

@@ -6,35 +6,24 @@ import re
 
 import libcst as cst
 
-from torchlint.analysis.loop_phases import (
-    ScopeFlags,
-    ScopeIndex,
-    class_methods,
-    decorator_grad_mode,
-    grad_mode_of,
-    is_backward_call,
-    local_callee,
-    method_class,
-    mode_call,
-    model_called,
-    module_functions,
-    scope_index,
-)
-from torchlint.analysis.model_mode import (
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+from torchlint.scope_rule import ScopeFlags, method_class
+from torchlint.semantic.bindings import bindings, method
+from torchlint.semantic.calls import argument_for, call_sites, call_target, enclosing_class
+from torchlint.semantic.flow import ScopeIndex, decorator_grad_mode, grad_mode_of, scope_index
+from torchlint.semantic.modes import (
     UNKNOWN,
     ModelState,
     ModeTracker,
     built_model,
-    call_sites,
     call_summary,
     evaluated_in_method,
     mode_layer_classes,
 )
-from torchlint.context import FileContext
-from torchlint.names import dotted_name
-from torchlint.rule import Rule
-from torchlint.semantic.bindings import bindings
 from torchlint.semantic.project import project_imports
+from torchlint.semantic.training import is_backward_call, mode_call, model_called
 
 
 class MissingEvalMode(Rule):
@@ -145,11 +134,9 @@ class MissingEvalMode(Rule):
                 self._flags.mark("mode")
             elif isinstance(func.value, cst.Name) and func.value.value == "self":
                 classdef = self.context.enclosing_class()
-                if classdef is not None and func.attr.value in class_methods(
-                    self.context, classdef
-                ):
+                if classdef is not None and method(classdef, func.attr.value) is not None:
                     self._flags.mark("local_call")
-        elif isinstance(func, cst.Name) and func.value in module_functions(self.context):
+        elif isinstance(func, cst.Name) and bindings(self.context).top_level_function(func.value):
             self._flags.mark("local_call")
 
     def _check(self, scope: cst.Module | cst.FunctionDef, flags: set[str]) -> None:
@@ -229,26 +216,27 @@ class MissingEvalMode(Rule):
 
     def _state_from_callers(self, function: cst.FunctionDef, parameter: str) -> ModelState | None:
         """The model's state when every same-file call passes a known model in training mode."""
-        name = function.name.value
-        if module_functions(self.context).get(name) is not function:
+        if bindings(self.context).top_level_function(function.name.value) is not function:
             return None
-        sites = call_sites(self.context).get(name, [])
+        sites = call_sites(self.context).of(function)
         if not sites:
             return None
-        params = [*function.params.posonly_params, *function.params.params]
-        position = next((i for i, p in enumerate(params) if p.name.value == parameter), None)
-        for call, scope, classdef in sites:
-            argument = _argument(call, parameter, position)
-            if argument is None:
+        for call, path in sites:
+            argument = argument_for(call, function, parameter)
+            if not isinstance(argument, cst.Name):
                 return None
-            site_index = scope_index(self.context, scope, classdef)
+            scope = next(
+                (node for node in reversed(path[:-1]) if isinstance(node, cst.FunctionDef)),
+                self.context.module,
+            )
+            site_index = scope_index(self.context, scope, enclosing_class(list(path)))
             if any(
-                _mode_carried_over(site_index, loop, argument, call)
+                _mode_carried_over(site_index, loop, argument.value, call)
                 for loop in site_index.loops_around(call)
             ):
                 return None
             state = ModeTracker(self.context, site_index).state_at(
-                argument, site_index.order(call), None
+                argument.value, site_index.order(call), None
             )
             if not (
                 state.mode_layers and state.mode in (None, "train") and not state.explicit_train
@@ -302,7 +290,7 @@ class MissingEvalMode(Rule):
                 if mode[1] == "eval":
                     found.add(mode[0])
                 continue
-            if local_callee(self.context, call, index.classdef) is None:
+            if call_target(self.context, call, index.classdef) is None:
                 continue
             found.update(
                 name
@@ -384,19 +372,3 @@ def _is_parameter(function: cst.FunctionDef, name: str) -> bool:
         p.name.value == name
         for p in (*params.posonly_params, *params.params, *params.kwonly_params)
     )
-
-
-def _argument(call: cst.Call, parameter: str, position: int | None) -> str | None:
-    """The plain name passed for `parameter` at a call site, or None."""
-    index = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if index == position:
-                name = arg.value
-                return name.value if isinstance(name, cst.Name) else None
-            index += 1
-        elif arg.keyword.value == parameter:
-            return arg.value.value if isinstance(arg.value, cst.Name) else None
-    return None

@@ -14,11 +14,11 @@ from torchlint.analysis.training_loop import (
     Scope,
     TrainingLoops,
     Unit,
-    backward_function_names,
     training_loops,
 )
 from torchlint.rule import Rule
 from torchlint.semantic.calls import call_target, enclosing_class
+from torchlint.semantic.training import backward_function_names
 from torchlint.zero_grad_fix import insert_zero_grad
 
 _STEP_CALL = "step_call"
@@ -167,7 +167,7 @@ class MissingZeroGrad(Rule):
         assigned = {e.name for e in inside if e.kind == ASSIGN}
         seen: set[str] = set()
         for step, optimizer in steps:
-            target = loops.canonical(optimizer, scope)
+            target = loops.optimizers.canonical(optimizer, scope.node)
             key = target or self.context.code(optimizer)
             if key in seen:
                 continue
@@ -179,7 +179,10 @@ class MissingZeroGrad(Rule):
                 continue
             elif any(loops.hands_over(e, target, scope) for e in inside):
                 continue
-            elif target in assigned or (loops.optimizer_models(target, scope) or set()) & assigned:
+            elif (
+                target in assigned
+                or (loops.optimizers.optimizer_models(target, scope.node) or set()) & assigned
+            ):
                 continue  # a new optimizer or model every iteration starts from clean gradients
             # Name the backward() that feeds this step: the last one before it, if any.
             feeding = [e for e in direct if e.kind == BACKWARD and e.pos < step.pos]

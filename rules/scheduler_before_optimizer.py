@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.loop_phases import (
-    LoopScopeRule,
-    ScopeIndex,
-    assigned_values,
-    callee_steps_optimizer,
-    method_class,
-    optimizer_step,
-    scheduler_step,
-    scope_index,
-)
 from torchlint.names import dotted_name
+from torchlint.scope_rule import LoopScopeRule, method_class
+from torchlint.semantic.flow import ScopeIndex, scope_index
+from torchlint.semantic.optimizers import assigned_values, optimizer_step, scheduler_step
+from torchlint.semantic.training import callee_steps_optimizer
 
 _METRIC_WORDS = ("loss", "acc", "metric", "score", "err", "perplexity", "ppl", "dice", "iou")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_args import detached, keeps_comments, module_spelling, positional
-from torchlint.analysis.local_values import expression_value
 from torchlint.analysis.probabilities import (
     SIGMOID,
     SIGMOID_FUNCTIONS,
@@ -14,6 +13,7 @@ from torchlint.analysis.probabilities import (
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
+from torchlint.semantic.lookup import value_here
 
 _BCE_FUNCTION = "torch.nn.functional.binary_cross_entropy"
 _BCE_MODULE = "torch.nn.BCELoss"
@@ -92,7 +92,7 @@ class SigmoidBeforeBCE(Rule):
             return "function"
         if isinstance(func, cst.Call):
             return "inline" if self.context.qualified_name(func.func) == _BCE_MODULE else None
-        value = expression_value(self.context, func)
+        value = value_here(self.context, func)
         if isinstance(value, cst.Call) and self.context.qualified_name(value.func) == _BCE_MODULE:
             return "module"
         return None

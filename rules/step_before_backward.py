@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.loop_phases import (
-    LoopScopeRule,
-    ScopeIndex,
-    callee_does_backward,
-    is_backward_call,
-    method_class,
-    optimizer_step,
-    scope_index,
-)
 from torchlint.names import dotted_name
+from torchlint.scope_rule import LoopScopeRule, method_class
+from torchlint.semantic.flow import ScopeIndex, scope_index
+from torchlint.semantic.optimizers import optimizer_step
+from torchlint.semantic.training import callee_does_backward, is_backward_call
 
 
 class StepBeforeBackward(LoopScopeRule):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.devices import FileFacts, ForwardFlow, factory_message
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.rule import Rule
 from torchlint.semantic.calls import call_target
+from torchlint.semantic.tensor_devices import CpuTensor, cpu_tensors_meeting_device
 
 
 class TensorCreatedWithoutDevice(Rule):
@@ -64,7 +64,6 @@ class TensorCreatedWithoutDevice(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self._facts: FileFacts | None = None
         # Helper methods already checked (a class may define forward more than once).
         self._checked: set[int] = set()
 
@@ -74,10 +73,8 @@ class TensorCreatedWithoutDevice(Rule):
         classdef = self.context.enclosing_class()
         if classdef is None or not self.context.is_nn_module(classdef):
             return
-        if self._facts is None:
-            self._facts = FileFacts(self.context)
         helpers = _helpers_called_by(self.context, node, classdef)
-        for finding in ForwardFlow(self._facts, node, classdef).run():
+        for finding in cpu_tensors_meeting_device(self.context, node, classdef):
             # A helper's return value (`self.init_hidden(n)`) met the layers in forward.
             made_in = next((h for h in helpers if _contains(h, finding.call)), None)
             where = "forward" if made_in is None else f"{made_in.name.value}(), which forward calls"
@@ -87,7 +84,7 @@ class TensorCreatedWithoutDevice(Rule):
                 continue
             self._checked.add(id(helper))
             where = f"{helper.name.value}(), which forward calls"
-            for finding in ForwardFlow(self._facts, helper, classdef).run():
+            for finding in cpu_tensors_meeting_device(self.context, helper, classdef):
                 self.report(finding.call, factory_message(finding, where))
 
 
@@ -120,4 +117,22 @@ def _is_property(function: cst.FunctionDef) -> bool:
     return any(
         isinstance(d.decorator, cst.Name) and d.decorator.value in ("property", "staticmethod")
         for d in function.decorators
+    )
+
+
+def factory_message(finding: CpuTensor, where: str = "forward") -> str:
+    short = finding.factory.rsplit(".", 1)[-1]
+    source = finding.source
+    if short in ("zeros", "ones", "empty", "full"):
+        instead = f"torch.{short}_like / {source}.new_{short}, or register a buffer"
+        instead = f"use {instead}"
+    elif short in ("rand", "randn", "randint"):
+        instead = f"use torch.{short}_like, or register a buffer"
+    elif short == "tensor":
+        instead = f"use {source}.new_tensor, or register a buffer"
+    else:
+        instead = "register a buffer"
+    return (
+        f"torch.{short}(...) creates a CPU tensor inside {where}; when the model runs on GPU "
+        f"this fails with a device mismatch: pass device={source}.device (or {instead})"
     )

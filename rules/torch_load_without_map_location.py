@@ -7,13 +7,13 @@ import re
 import libcst as cst
 
 from torchlint.analysis.call_args import add_keyword, detached, has_star_kwargs, keyword, positional
-from torchlint.analysis.local_values import binding_value
 from torchlint.analysis.test_paths import is_test_file
 from torchlint.analysis.torch_load import is_torch_load, loads_file_it_saves, loads_own_data
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.rule import Rule
+from torchlint.semantic.lookup import value_here
 
 # The file decides where it runs: it builds a device, moves things to one, or checks for CUDA.
 _CHOOSES_DEVICE = re.compile(
@@ -119,7 +119,7 @@ class TorchLoadWithoutMapLocation(Rule):
         for name in _DEVICE_NAMES:
             if function is not None and _is_parameter(function, name):
                 return name
-            value = binding_value(self.context, name, max_hops=1)
+            value = value_here(self.context, cst.Name(name), max_hops=1)
             if value is None or not _looks_like_device(value):
                 continue
             # Bound in the call's own scope: the assignment must come first.

@@ -40,6 +40,14 @@ def test_ipython_syntax_is_masked_with_the_same_line_count() -> None:
     )
 
 
+def test_operator_lines_inside_an_open_bracket_are_python() -> None:
+    cell = 'text = (\n    "%d of %d"\n    % (a, b))\nsame = (a\n        != b)\n'
+    cell += "x = 1 + \\\n    2\n%time y = 1"
+    masked = mask_cell(cell)
+    assert masked[:6] == cell.split("\n")[:6]
+    assert masked[-1] == "pass  # torchlint: masked IPython syntax"
+
+
 def test_shell_command_continued_on_indented_lines_is_masked() -> None:
     cell = "!pip install -q -U \\\n    torch \\\n    torchvision\nimport torch\nx = 1 + \\\n    2"
     notebook = {
@@ -148,3 +156,24 @@ def test_diff_is_per_cell_and_writes_nothing(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "--- nb.ipynb:cell 9\n+++ nb.ipynb:cell 9\n" in result.stdout
     assert path.read_bytes() == original
+
+
+def test_a_cell_that_starts_indented_runs_dedented_and_keeps_its_columns() -> None:
+    # IPython strips the first line's indent from every line of a cell before running it.
+    cell = "    import torch\n    x = torch.randn(2, 3)\n    y = torch.log(torch.softmax(x, dim=1))"
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "id": "a", "metadata": {}}
+            | {"source": cell, "outputs": []}
+        ],
+    }
+    data = json.dumps(notebook, indent=1).encode()
+    diagnostics = lint_input("nb.ipynb", data, set(all_rules()))
+    assert [(d.code, d.cell, d.line, d.column) for d in diagnostics] == [("TL104", 1, 3, 9)]
+    fixed = fix_input("nb.ipynb", data, set(all_rules()), unsafe=False)
+    assert fixed.data is not None
+    source = json.loads(fixed.data)["cells"][0]["source"]
+    assert source.splitlines()[2] == "    y = torch.log_softmax(x, dim=1)"

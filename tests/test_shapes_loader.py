@@ -17,7 +17,7 @@ def test_installed_package_in_a_virtualenv_inside_the_project_is_not_the_project
     (site / "package" / "utils").mkdir(parents=True)
     (site / "package" / "__init__.py").write_text("")
     (tmp_path / "models").mkdir()
-    monkeypatch.setattr(loader, "_environment_paths", lambda: {str(site)})
+    monkeypatch.setattr(loader, "environment_paths", lambda: {str(site)})
     project = loader.Project([str(tmp_path)], {}, contextlib.nullcontext)
     # `package.utils` is the installed package's business (a lazy module, say), not a
     # namespace package of the project's.

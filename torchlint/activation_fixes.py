@@ -341,7 +341,7 @@ def _only_sequential(context: FileContext, name: str) -> cst.Call | None:
     `.to(device)` and kin)."""
     values = [
         node.value
-        for node in m.findall(context.module, m.Assign())
+        for node in _nodes(context)
         if isinstance(node, cst.Assign)
         and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
     ]
@@ -363,17 +363,31 @@ def _has_other_runs(context: FileContext, name: str, call: cst.Call) -> bool:
     """Whether the file uses `name` other than in `call`, its assignment and methods that
     do not run it (`.parameters()`, `.to(device)`, ...)."""
     allowed: set[int] = {id(call.func)}
-    for node in m.findall(context.module, m.AssignTarget(target=m.Name(name))):
-        assert isinstance(node, cst.AssignTarget)
-        allowed.add(id(node.target))
-    for node in m.findall(context.module, m.Attribute(value=m.Name(name))):
-        assert isinstance(node, cst.Attribute)
-        if node.attr.value in _NOT_RUNNING:
-            allowed.add(id(node.value))
-    for node in m.findall(context.module, m.Attribute()):
-        assert isinstance(node, cst.Attribute)
-        allowed.add(id(node.attr))
-    for node in m.findall(context.module, m.Arg(keyword=m.Name(name))):
-        assert isinstance(node, cst.Arg) and node.keyword is not None
-        allowed.add(id(node.keyword))
-    return any(id(node) not in allowed for node in m.findall(context.module, m.Name(name)))
+    names = []
+    for node in _nodes(context):
+        if isinstance(node, cst.Name):
+            if node.value == name:
+                names.append(node)
+        elif isinstance(node, cst.AssignTarget):
+            if _is_name(node.target, name):
+                allowed.add(id(node.target))
+        elif isinstance(node, cst.Attribute):
+            allowed.add(id(node.attr))
+            if _is_name(node.value, name) and node.attr.value in _NOT_RUNNING:
+                allowed.add(id(node.value))
+        elif isinstance(node, cst.Arg) and _is_name(node.keyword, name):
+            allowed.add(id(node.keyword))
+    return any(id(node) not in allowed for node in names)
+
+
+def _is_name(node: cst.CSTNode | None, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
+
+
+def _nodes(context: FileContext) -> list[cst.CSTNode]:
+    """Every node of the file, in source order, listed once per file for all fixes."""
+    return context.shared(_descendants)
+
+
+def _descendants(context: FileContext) -> list[cst.CSTNode]:
+    return iter_descendants(context.module)

@@ -3,6 +3,10 @@
 One JSON file per cache folder, entries keyed by path so it stays as large as the project;
 a file whose key changed (edited, other settings, new torchlint) is simply linted again.
 A cache file or entry that cannot be read as one is dropped: the file is linted again.
+
+An entry may also keep the stamps (modification time and size) of the file and of what its
+key was computed from (`torchlint.semantic.resolve`): while they all hold, `known_key` gives
+the key without reading the file, so a warm run costs a few `stat` calls per file.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,6 +29,8 @@ _TAG = (
     "# This file is a cache directory tag created by torchlint.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
+# Stamps this recent may not tell two versions of a file apart (a coarse file-system clock).
+_SETTLED_NS = 2_000_000_000
 
 
 def cache_key(content: bytes, enabled: Iterable[str], *extra: str) -> str:
@@ -52,6 +59,8 @@ class ResultCache:
         self.file = directory / "results.json"
         self._entries: dict[str, list] = {}
         self._dirty = False
+        self._stats: dict[str, list[int] | None] = {}
+        self._settled_before = time.time_ns() - _SETTLED_NS
         if enabled:
             with contextlib.suppress(OSError, ValueError):
                 data = json.loads(self.file.read_text(encoding="utf-8"))
@@ -81,10 +90,51 @@ class ResultCache:
         self._dirty = True
         return None
 
-    def put(self, path: str, key: str, diagnostics: list[Diagnostic], *, section: str = "") -> None:
+    def put(
+        self,
+        path: str,
+        key: str,
+        diagnostics: list[Diagnostic],
+        *,
+        section: str = "",
+        stamps: dict[str, list[int]] | None = None,
+        settings: str = "",
+    ) -> None:
+        """Store `path`'s diagnostics under `key`; with `stamps`, `known_key` can find it.
+
+        `settings` stands for what else the key covers (the enabled codes and such).
+        """
         if self.enabled:
-            self._entries[section + path] = [key, [d.to_dict() for d in diagnostics]]
+            entry: list = [key, [d.to_dict() for d in diagnostics]]
+            if stamps and all(s[0] < self._settled_before for s in stamps.values()):
+                entry.append({"settings": settings, "stamps": stamps})
+            self._entries[section + path] = entry
             self._dirty = True
+
+    def known_key(self, path: str, settings: str) -> str | None:
+        """The key stored for `path` when the stamps stored with it all still hold."""
+        entry = self._entries.get(path) if self.enabled else None
+        if entry is None or len(entry) < 3:
+            return None
+        try:
+            witness = entry[2]
+            if witness["settings"] != settings:
+                return None
+            for name, stamp in witness["stamps"].items():
+                if self._stat(name) != stamp:
+                    return None
+            return entry[0] if isinstance(entry[0], str) else None
+        except (KeyError, TypeError, AttributeError):
+            return None
+
+    def _stat(self, name: str) -> list[int] | None:
+        if name not in self._stats:
+            try:
+                info = os.stat(name)
+                self._stats[name] = [info.st_mtime_ns, info.st_size]
+            except OSError:
+                self._stats[name] = None
+        return self._stats[name]
 
     def save(self) -> None:
         """Write the cache atomically; a read-only tree just goes uncached."""

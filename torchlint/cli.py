@@ -17,7 +17,7 @@ from typing import TextIO
 
 from torchlint import __version__
 from torchlint.config import Overrides
-from torchlint.engine import INTERNAL_ERROR
+from torchlint.diagnostic import INTERNAL_ERROR
 from torchlint.errors import TorchlintError
 from torchlint.output import FORMATS, OutputContext
 from torchlint.output.color import COLOR_CHOICES, use_color

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -403,3 +404,31 @@ def is_included(path: Path, overrides: Overrides | None = None) -> bool:
 def _parents(relative: str) -> list[str]:
     parts = relative.split("/")[:-1]
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def file_filter(
+    directory: Path, overrides: Overrides | None = None, *, within: Path | None = None
+) -> Callable[[str], bool]:
+    """Whether a file of `directory`, given by name, is one to lint in a folder walk.
+
+    The same answer as `is_included` and not `is_excluded` (with `within`), with what
+    depends on the folder alone (its configuration, whether a parent is excluded) decided
+    once for all its files.
+    """
+    overrides = overrides or Overrides()
+    config = config_for(directory, overrides)
+    include = _spec(config.include + config.extend_include)
+    exclude = _spec(config.exclude + config.extend_exclude + overrides.extend_exclude)
+    # `_relative` of a file in the folder, less the file's own name.
+    included_prefix = _relative(directory / "_", config)[:-1]
+    excluded_prefix = _relative(directory / "_", config, within)[:-1]
+    parent_excluded = any(
+        exclude.match_file(part + "/") for part in _parents(excluded_prefix + "_")
+    )
+
+    def wanted(name: str) -> bool:
+        if not (include.match_file(name) or include.match_file(included_prefix + name)):
+            return False
+        return not (parent_excluded or exclude.match_file(excluded_prefix + name))
+
+    return wanted

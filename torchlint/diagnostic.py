@@ -5,6 +5,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+#: The codes the engine reports itself: a file it cannot read or parse, a rule that crashed.
+SYNTAX_ERROR = "TL000"
+INTERNAL_ERROR = "TL999"
+
 
 class Severity(str, enum.Enum):
     """How serious a diagnostic is; maps onto SARIF levels and LSP severities."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pathspec
 
-from torchlint.config import Overrides, config_for, is_excluded, is_included
+from torchlint.config import Overrides, config_for, file_filter, is_excluded
 
 
 @dataclass
@@ -74,12 +74,15 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
             result.warnings.append(f"{directory}: cannot list: {exc.strerror}")
             continue
         subdirs = []
+        wanted = file_filter(directory, overrides, within=root)
         for entry in entries:
-            path = Path(entry.path)
             try:
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
+            if not is_dir and not wanted(entry.name):
+                continue
+            path = Path(entry.path)
             if not is_dir and entry.is_symlink() and _is_link_loop(path):
                 result.warnings.append(f"{path}: symbolic link loop, not followed")
                 continue
@@ -89,13 +92,7 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                 ):
                     subdirs.append(path)
                 continue
-            wanted = (
-                path not in seen
-                and is_included(path, overrides)
-                and not _ignored(path, ignores, False)
-                and not is_excluded(path, overrides, within=root)
-            )
-            if wanted:
+            if path not in seen and not _ignored(path, ignores, False):
                 seen.add(path)
                 result.files.append(path)
         stack.extend((d, ignores) for d in reversed(subdirs))
@@ -139,6 +136,8 @@ def _ancestor_gitignores(root: Path) -> list[_Ignore]:
 def _ignored(path: Path, ignores: list[_Ignore], is_dir: bool) -> bool:
     """Git's rule: the last matching pattern, deepest .gitignore last, decides."""
     verdict = False
+    if not ignores:
+        return verdict
     absolute = Path(os.path.realpath(path)) if path.is_symlink() else path.absolute()
     for ignore in ignores:
         try:

@@ -9,24 +9,22 @@ from __future__ import annotations
 import ast
 import sys
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 
 import libcst as cst
 
 from torchlint.context import FileContext, Report
-from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
+from torchlint.diagnostic import INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, Edit, Fix, Severity
 from torchlint.names import ImportMap, top_level_imports
 from torchlint.noqa import apply_suppressions
 from torchlint.parse_guard import MAX_CHAIN, complexity_error
-from torchlint.positions import locate
+from torchlint.positions import Span, locate
 from torchlint.registry import all_rules
 from torchlint.rule import Rule
 from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
 from torchlint.walker import walk
 
-SYNTAX_ERROR = "TL000"
-INTERNAL_ERROR = "TL999"
 # Rules and LibCST walk nested expressions recursively, a few frames per level; the parse
 # guard bounds the nesting, this gives it room. Calls between Python functions do not
 # grow the C stack, so the headroom is safe.
@@ -60,11 +58,15 @@ def lint_source(
     *,
     torch_version: str | None = None,
     project_index: ProjectIndex | None = None,
+    parsed: cst.Module | Exception | None = None,
+    locator: Callable[[cst.Module, Iterable[cst.CSTNode]], dict[cst.CSTNode, Span]] = locate,
 ) -> list[Diagnostic]:
     """Lint Python source text with the rules whose codes are in `enabled`.
 
     `torch_version` is the project's target torch (`torch-version` setting), if configured;
-    `project_index` reads the project files the source imports (memory-cached only if None).
+    `project_index` reads the project files the source imports (memory-cached only if None);
+    `parsed` is what `parse(source)` returns, when the caller has it already, and `locator`
+    a faster `positions.locate` for that tree.
     """
     rules = active_rules(source, enabled)
     if not rules:
@@ -73,7 +75,7 @@ def lint_source(
             error = parse_error(source)
             return [_syntax_error(source, path, error)] if error is not None else []
         return []
-    module = parse(source)
+    module = parse(source) if parsed is None else parsed
     if not isinstance(module, cst.Module):
         return [_syntax_error(source, path, module)] if SYNTAX_ERROR in enabled else []
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
@@ -89,7 +91,8 @@ def lint_source(
         project_index=project_index or ProjectIndex(),
     )
     crashes = run_rules(context, rules)
-    diagnostics = _locate(context, [r for r in context.reports if type(r.rule) not in crashes])
+    reports = [r for r in context.reports if type(r.rule) not in crashes]
+    diagnostics = _locate(context, reports, locator)
     diagnostics.extend(
         _internal_error(context, rule, node, exc) for rule, (node, exc) in crashes.items()
     )
@@ -145,7 +148,11 @@ def _guarded(
     return call
 
 
-def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
+def _locate(
+    context: FileContext,
+    reports: list[Report],
+    locator: Callable[[cst.Module, Iterable[cst.CSTNode]], dict[cst.CSTNode, Span]] = locate,
+) -> list[Diagnostic]:
     if not reports:
         return []
     nodes = [r.node for r in reports]
@@ -155,7 +162,7 @@ def _locate(context: FileContext, reports: list[Report]) -> list[Diagnostic]:
             nodes.extend(report.fix.deletions)
         if report.line_of is not None:
             nodes.append(report.line_of)
-    spans = locate(context.module, nodes)
+    spans = locator(context.module, nodes)
     diagnostics = []
     for report in reports:
         start_line, start_column, end_line, end_column = spans[report.node]

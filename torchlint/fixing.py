@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchlint.diagnostic import Diagnostic, Edit
-from torchlint.engine import parse_error
 
 MAX_PASSES = 10
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -110,6 +109,8 @@ def fix_source(
 
 
 def parses(source: str) -> bool:
+    from torchlint.engine import parse_error  # LibCST: only when a fix is applied
+
     return parse_error(source) is None
 
 

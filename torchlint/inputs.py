@@ -9,9 +9,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from torchlint.diagnostic import Diagnostic
-from torchlint.engine import SYNTAX_ERROR, file_error, lint_bytes, lint_source
 from torchlint.fixing import MAX_PASSES, apply_edits, detect_encoding, encode, fix_source, parses
 from torchlint.notebook import (
     NOTEBOOK_SUFFIX,
@@ -21,8 +21,10 @@ from torchlint.notebook import (
     to_cell_diagnostic,
     with_cell_sources,
 )
-from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
+
+if TYPE_CHECKING:
+    from torchlint.semantic.project import ProjectIndex
 
 
 def is_notebook(path: str) -> bool:
@@ -48,6 +50,8 @@ def lint_input(
     torch_version: str | None = None,
     project_index: ProjectIndex | None = None,
 ) -> list[Diagnostic]:
+    from torchlint.engine import lint_bytes  # the rules, and LibCST: only to lint
+
     if not is_notebook(path):
         return lint_bytes(
             data, path, enabled, torch_version=torch_version, project_index=project_index
@@ -76,6 +80,8 @@ def map_diagnostics(path: str, data: bytes, diagnostics: list[Diagnostic]) -> li
 
 
 def _load_notebook(path: str, data: bytes, enabled: Collection[str]) -> Notebook | list:
+    from torchlint.engine import SYNTAX_ERROR, file_error
+
     try:
         return read_notebook(decode(data))
     except (UndecodableSource, NotebookError) as exc:
@@ -85,6 +91,8 @@ def _load_notebook(path: str, data: bytes, enabled: Collection[str]) -> Notebook
 def _lint_notebook(
     notebook: Notebook, path: str, enabled: Collection[str], torch_version: str | None
 ) -> list[Diagnostic]:
+    from torchlint.engine import lint_source
+
     found = lint_source(notebook.source, path, enabled, torch_version=torch_version)
     return [to_cell_diagnostic(notebook, d) for d in found]
 
@@ -97,6 +105,8 @@ def fix_input(
     unsafe: bool,
     torch_version: str | None = None,
 ) -> FixedInput:
+    from torchlint.engine import lint_source
+
     if is_notebook(path):
         return _fix_notebook(path, data, enabled, unsafe, torch_version)
     encoding = detect_encoding(data)

@@ -7,8 +7,10 @@ disturbing anything else: outputs, metadata, ids, key order, indentation.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,6 +65,8 @@ class Notebook:
     source: str = ""
     #: For each line of `source` (0-based), the (cell index, 0-based line in the cell).
     line_map: list[tuple[int, int]] = field(default_factory=list)
+    #: For each line of `source`, the columns of leading indent removed from the cell's line.
+    column_shift: list[int] = field(default_factory=list)
 
     def cell_number(self, index: int) -> int:
         """How the user counts cells: 1-based, every cell included."""
@@ -137,6 +141,8 @@ def mask_cell(source: str) -> list[str]:
     continued: str | None = None  # the indent of a magic line that ended with `\`
     for line in lines:
         match = _MAGIC_LINE.match(line) or _SHELL_ASSIGN.match(line)
+        if match and _inside_statement(masked):
+            match = None  # `% (a, b)` or `!= b` carrying on an open bracket is Python
         if continued is not None:
             masked.append(continued + _MASK)  # `!pip install \` goes on, indented or not
         elif match or _HELP_LINE.match(line):
@@ -149,15 +155,49 @@ def mask_cell(source: str) -> list[str]:
     return masked
 
 
+def _inside_statement(lines: list[str]) -> bool:
+    """Whether the Python lines so far end inside an open bracket, string or `\\` line."""
+    if not lines or not any(line.strip() for line in lines):
+        return False
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            pass
+    except tokenize.TokenError:
+        return True  # EOF in a multi-line statement or string
+    except SyntaxError:
+        return False
+    return False
+
+
+def _dedent_cell(lines: list[str]) -> tuple[list[str], list[int]]:
+    """Lines without the first line's indent, as IPython runs a cell that starts indented."""
+    first = lines[0] if lines else ""
+    indent = first[: len(first) - len(first.lstrip(" \t"))] if first.strip() else ""
+    if not indent:
+        return lines, [0] * len(lines)
+    shifts = [len(indent) if line.startswith(indent) else 0 for line in lines]
+    return [line[shift:] for line, shift in zip(lines, shifts, strict=True)], shifts
+
+
 def _join(notebook: Notebook) -> None:
     lines: list[str] = []
     line_map: list[tuple[int, int]] = []
+    column_shift: list[int] = []
     for index in notebook.code_cells:
-        for number, line in enumerate(mask_cell(notebook.cell_sources[index])):
+        cell_lines, shifts = _dedent_cell(mask_cell(notebook.cell_sources[index]))
+        for number, line in enumerate(cell_lines):
             lines.append(line)
             line_map.append((index, number))
+        column_shift += shifts
     notebook.source = "\n".join(lines) + "\n"
     notebook.line_map = line_map
+    notebook.column_shift = column_shift
+
+
+def _shift(notebook: Notebook, line: int) -> int:
+    """Columns to add to a position on 1-based `line` of the joined module."""
+    shifts = notebook.column_shift
+    return shifts[min(line, len(shifts)) - 1] if shifts else 0
 
 
 def to_cell_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic:
@@ -166,15 +206,17 @@ def to_cell_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic
         return replace(diagnostic, cell=None)
     index, line = notebook.line_map[min(diagnostic.line, len(notebook.line_map)) - 1]
     end_index, end_line = notebook.line_map[min(diagnostic.end_line, len(notebook.line_map)) - 1]
+    column = diagnostic.column + _shift(notebook, diagnostic.line)
     if end_index != index:  # a range running into the next cell stops at this one's end
-        end_line, end_column = line, diagnostic.column
+        end_line, end_column = line, column
     else:
-        end_column = diagnostic.end_column
+        end_column = diagnostic.end_column + _shift(notebook, diagnostic.end_line)
     fix = _cell_fix(notebook, diagnostic.fix, index) if diagnostic.fix else None
     return replace(
         diagnostic,
         cell=notebook.cell_number(index),
         line=line + 1,
+        column=column,
         end_line=end_line + 1,
         end_column=end_column,
         fix=fix,
@@ -193,9 +235,9 @@ def _cell_fix(notebook: Notebook, fix: Fix, index: int) -> Fix | None:
             return None
         if start[0] != index and not (edit.start_line == 1 and edit.start_column == 1):
             return None  # an insertion at the very top (an import) lands in the first cell
-        edits.append(
-            Edit(start[1] + 1, edit.start_column, end[1] + 1, edit.end_column, edit.content)
-        )
+        start_column = edit.start_column + _shift(notebook, edit.start_line)
+        end_column = edit.end_column + _shift(notebook, edit.end_line)
+        edits.append(Edit(start[1] + 1, start_column, end[1] + 1, end_column, edit.content))
     if not edits:
         return None
     return Fix(fix.message, tuple(edits), fix.safe)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -97,15 +97,27 @@ def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode
 
 
 def _locate_fast(module: cst.Module, wanted: set[cst.CSTNode]) -> dict[cst.CSTNode, Span]:
+    code, found = offsets(module, module, wanted)
+    position = line_column(code)
+    return {node: (*position(found[node][0]), *position(found[node][1])) for node in wanted}
+
+
+def offsets(
+    module: cst.Module, root: cst.CSTNode, wanted: Iterable[cst.CSTNode]
+) -> tuple[str, dict[cst.CSTNode, tuple[int, int]]]:
+    """The code of `root` (a top-level statement of `module`, or the module), and the start
+    and end offset in it of each wanted node below `root`."""
     state = _Locator(module, set(wanted))
-    module._codegen(state)
-    code = "".join(state.tokens)
+    root._codegen(state)
+    return "".join(state.tokens), state.found
+
+
+def line_column(code: str) -> Callable[[int], tuple[int, int]]:
+    """Offset in `code` -> (1-based line, 0-based column)."""
     starts = [0] + [match.end() for match in _NEWLINE.finditer(code)]
 
     def position(offset: int) -> tuple[int, int]:
         line = bisect_right(starts, offset) - 1
         return line + 1, offset - starts[line]
 
-    return {
-        node: (*position(state.found[node][0]), *position(state.found[node][1])) for node in wanted
-    }
+    return position

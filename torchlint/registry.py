@@ -5,14 +5,17 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import cache
+from typing import TYPE_CHECKING
 
-from torchlint.rule import Rule
+if TYPE_CHECKING:
+    from torchlint.rule import Rule
 
 
 @cache
 def all_rules() -> dict[str, type[Rule]]:
     """Every known rule by code, in code order."""
     import torchlint.rules as package
+    from torchlint.rule import Rule
 
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.iter_modules(package.__path__):

@@ -22,12 +22,11 @@ from torchlint.cache import CACHE_DIR_NAME, ResultCache, cache_key
 from torchlint.config import FileSettings, Overrides, settings_for
 from torchlint.diagnostic import Diagnostic
 from torchlint.discovery import discover
-from torchlint.engine import SYNTAX_ERROR, file_error
 from torchlint.errors import TorchlintError
 from torchlint.fixing import FileChangedError, applicable, apply_edits, write_atomically
 from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_source
 from torchlint.noqa import apply_suppressions
-from torchlint.semantic.project import ProjectIndex, dependency_digest
+from torchlint.semantic.resolve import Stamps, dependency_digest
 from torchlint.torch_version import target_torch_version
 
 SHAPE_PREFIX = "TL6"
@@ -84,6 +83,8 @@ class _Task:
     key: str
     #: Where imported project files' summaries are cached; None for memory only.
     summary_dir: Path | None = None
+    #: What `key` was computed from, for the cache to find it by later (None: found so).
+    stamps: Stamps | None = None
 
 
 def display_path(path: Path) -> str:
@@ -106,7 +107,8 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
         settings = settings_for(path, overrides)
         limit = settings.config.max_file_size_kb * 1024
         try:
-            size = path.stat().st_size
+            info = path.stat()
+            size = info.st_size
             if size > limit:
                 result.warnings.append(
                     f"{display}: skipped, {size / 1e6:.1f} MB is over max-file-size-kb"
@@ -115,18 +117,24 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
                 continue
             data = path.read_bytes()
         except OSError as exc:
+            from torchlint.engine import SYNTAX_ERROR, file_error
+
             if SYNTAX_ERROR in settings.enabled:
                 reason = exc.strerror or type(exc).__name__
                 result.diagnostics.append(file_error(display, f"cannot read file: {reason}"))
             continue
-        key = cache_key(
-            data,
-            settings.enabled,
-            _torch_version(settings) or "",
-            dependency_digest(path, data),  # findings may come from imported project files
-        )
+        key = cache.known_key(display, _settings_key(settings)) if cache.enabled else ""
+        stamps = None
+        if key is None:
+            stamps = {os.path.abspath(path): [info.st_mtime_ns, info.st_size]}
+            key = cache_key(
+                data,
+                settings.enabled,
+                _torch_version(settings) or "",
+                dependency_digest(path, data, stamps),  # findings may come from imported files
+            )
         summary_dir = cache.directory if options.use_cache else None
-        tasks.append(_Task(display, path, data, settings, key, summary_dir))
+        tasks.append(_Task(display, path, data, settings, key, summary_dir, stamps))
     found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs, options.progress)
     if options.fix_mode:
         found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
@@ -180,7 +188,14 @@ def _torch_version(settings: FileSettings) -> str | None:
     return target_torch_version(settings.config.torch_version)
 
 
+def _settings_key(settings: FileSettings) -> str:
+    """What a file's cache key covers besides its content and imports."""
+    return cache_key(b"", settings.enabled, _torch_version(settings) or "")
+
+
 def _lint_one(task: _Task) -> list[Diagnostic]:
+    from torchlint.semantic.project import ProjectIndex  # LibCST: only to lint
+
     return lint_input(
         task.display,
         task.data,
@@ -213,6 +228,8 @@ def _lint_all(
             misses.append(task)
         else:
             diagnostics.extend(cached)
+            if task.stamps is not None:  # found by content: found by stamps next time
+                _store(cache, task, cached)
     jobs = jobs or os.cpu_count() or 1
     done: list[tuple[_Task, list[Diagnostic]]] = []
     hits = len(tasks) - len(misses)
@@ -235,9 +252,15 @@ def _lint_all(
         for task in misses:
             advance(_lint_task(task))
     for task, found in done:
-        cache.put(task.display, task.key, found)
+        _store(cache, task, found)
         diagnostics.extend(found)
     return diagnostics, len(tasks) - len(misses)
+
+
+def _store(cache: ResultCache, task: _Task, found: list[Diagnostic]) -> None:
+    cache.put(
+        task.display, task.key, found, stamps=task.stamps, settings=_settings_key(task.settings)
+    )
 
 
 def _shape_mode(tasks: list[_Task], overrides: Overrides) -> str:
@@ -285,7 +308,8 @@ def _shape_diagnostics(
     # dataset or a literal test tensor used with them says what their input is.
     chosen = {id(t) for t in candidates}
     evidence = [t for t in tasks if id(t) not in chosen and b"torch" in t.data]
-    keys = _shape_keys(candidates, evidence) if cache is not None else None
+    # Keys read every imported project file: worth it only when the cache is in use.
+    keys = _shape_keys(candidates, evidence) if cache is not None and cache.enabled else None
     if cache is not None and keys is not None:
         hits = {
             t.display: cache.get(t.display, keys[t.display], section=_SHAPES) for t in candidates

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from torchlint.errors import TorchlintError
-from torchlint.registry import all_rules
+from torchlint.rule_codes import rule_codes
 
 
 def validate(selectors: Iterable[str], where: str) -> tuple[str, ...]:
     """Upper-case the selectors and fail clearly on any that matches no rule."""
-    codes = all_rules()
+    codes = rule_codes()
     result = []
     for raw in selectors:
         selector = str(raw).strip().upper()
@@ -45,12 +45,12 @@ def enabled_codes(
     off by default are turned on only by their exact code or by `ALL`.
     """
     enabled = set()
-    for code, rule in all_rules().items():
-        exact_only = not rule.default_enabled
+    for code, default_enabled in rule_codes().items():
+        exact_only = not default_enabled
         chosen = _specificity(extend_select, code, exact_only=exact_only)
         if select is not None:
             chosen = max(chosen, _specificity(select, code, exact_only=exact_only))
-        elif rule.default_enabled:
+        elif default_enabled:
             chosen = max(chosen, 0)
         if chosen >= 0 and chosen > _specificity(ignore, code):
             enabled.add(code)

@@ -2,8 +2,10 @@
 
 Used by TL201 (in-place change of a tensor that requires grad). The analysis runs inside the
 engine's single walk: `GradTracker` is fed binding statements in source order and keeps, per
-scope, what each local name is known to hold (a leaf created with `requires_grad=True`, an
-`nn.Parameter`, a module's parameters, a layer, a same-file model). Facts that can only be known
+scope, what each local name is known to hold; what an expression is (a leaf created with
+`requires_grad=True`, an `nn.Parameter`, a module's parameters, a layer, a same-file model) is
+asked of the semantic model's `TensorFacts`, with the tracker as its view of the names in
+scope. Facts that can only be known
 after the whole file was seen (which functions are called under `torch.no_grad()`, which
 modules get frozen with `requires_grad = False`) are collected along the way; findings are
 decided in `finish()`.
@@ -22,80 +24,20 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
+from torchlint.semantic.flow import GRAD_OFF, GRAD_ON, GRAD_SWITCH_WORDS
+from torchlint.semantic.tensors import (
+    NOT_INPLACE,
+    Binding,
+    is_false,
+    is_true,
+    method_name,
+    path_parts,
+    positional,
+    tensor_facts,
+)
 from torchlint.walker import iter_descendants
 
 # -- vocabulary -------------------------------------------------------------------------------
-
-_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-_VARIABLE_CLASSES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
-
-#: `torch.<name>(...)` calls that build a fresh tensor from no tensor input that needs grad.
-_CREATION = frozenset(
-    {
-        "tensor",
-        "as_tensor",
-        "from_numpy",
-        "zeros",
-        "ones",
-        "empty",
-        "full",
-        "rand",
-        "randn",
-        "randint",
-        "arange",
-        "linspace",
-        "normal",
-        "logspace",
-        "eye",
-        "zeros_like",
-        "ones_like",
-        "empty_like",
-        "full_like",
-        "rand_like",
-        "randn_like",
-        "randint_like",
-        "randperm",
-        "empty_strided",
-        "scalar_tensor",
-        "Tensor",
-        "FloatTensor",
-        "DoubleTensor",
-    }
-)
-_NEW_METHODS = frozenset({"new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"})
-#: Methods that keep a tensor that does not need grad a leaf that does not need grad.
-_GRADLESS_KEEPING = frozenset(
-    {"clone", "to", "float", "double", "half", "bfloat16", "cuda", "cpu", "contiguous", "detach"}
-)
-
-#: `torch.nn` layers that always own a `weight` / `bias` parameter (unless built without it).
-_LAYERS = frozenset(
-    {
-        "Linear",
-        "Bilinear",
-        "Conv1d",
-        "Conv2d",
-        "Conv3d",
-        "ConvTranspose1d",
-        "ConvTranspose2d",
-        "ConvTranspose3d",
-        "Embedding",
-        "EmbeddingBag",
-        "LayerNorm",
-        "GroupNorm",
-        "BatchNorm1d",
-        "BatchNorm2d",
-        "BatchNorm3d",
-        "SyncBatchNorm",
-        "RMSNorm",
-        "PReLU",
-    }
-)
-#: Layers whose parameters exist only with `affine=True` (the default is False).
-_AFFINE_OPT_IN = frozenset({"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"})
-
-#: Methods ending in `_` that do not modify the tensor's data (or are allowed on leaves).
-_NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "detach_", "rename_", "retain_grad_"})
 
 #: In-place methods without an out-of-place twin (`Tensor.zero` does not exist).
 _NO_OUT_OF_PLACE = frozenset(
@@ -120,21 +62,6 @@ _NO_OUT_OF_PLACE = frozenset(
     }
 )
 
-_NO_GRAD_CALLS = frozenset(
-    {
-        "torch.no_grad",
-        "torch.autograd.no_grad",
-        "torch.autograd.grad_mode.no_grad",
-        "torch.inference_mode",
-        "torch.autograd.inference_mode",
-        "torch.autograd.grad_mode.inference_mode",
-    }
-)
-_ENABLE_GRAD_CALLS = frozenset(
-    {"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"}
-)
-_NO_GRAD_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
-
 #: Methods that frameworks call under `torch.no_grad()`: Lightning's evaluation hooks,
 #: transformers' weight initialisation, FSDP / meta-device `reset_parameters`.
 _FRAMEWORK_NO_GRAD_METHODS = frozenset(
@@ -157,38 +84,6 @@ _FRAMEWORK_NO_GRAD_METHODS = frozenset(
 
 _BLOCKS = (cst.IndentedBlock, cst.SimpleStatementSuite)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-
-
-# -- what a name holds ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Binding:
-    """What an expression is known to be.
-
-    kind: "ref" (`self.<attr>`, not resolved yet: looking into the class is costly),
-    "param_group" (an optimizer's parameter group dict),
-    "fresh" (a tensor known not to require grad), "leaf" (a tensor created or marked
-    as requiring grad), "param" (an `nn.Parameter`
-    or a module's parameter), "params" / "named_params" (an iterable of a module's
-    parameters), "layer" (a `torch.nn` layer instance), "model" (an instance of a same-file
-    `nn.Module` subclass).
-    """
-
-    kind: str
-    #: For parameters of a module: the module's path (`("model",)`, `("self", "fc")`).
-    owner: tuple[str, ...] = ()
-    #: The constructor call of a layer / the class of a model (or of the method, for "ref").
-    call: cst.Call | None = None
-    classdef: cst.ClassDef | None = None
-    #: kind "ref": a `self.<attr>` value, resolved against `classdef` only when needed.
-    ref: cst.Attribute | None = None
-    #: A parameter zipped with another module's parameters (an EMA / target-net copy).
-    paired: bool = False
-
-
-#: A tensor known not to require grad: a factory result, `.detach()`, a copy of one.
-_FRESH = Binding("fresh")
 
 
 @dataclass(frozen=True)
@@ -250,47 +145,6 @@ class _Candidate:
 # -- expression helpers -----------------------------------------------------------------------
 
 
-def _is_true(expr: cst.BaseExpression | None) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
-
-
-def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def _positional(call: cst.Call) -> list[cst.Arg]:
-    return [a for a in call.args if a.keyword is None and not a.star]
-
-
-def _method(call: cst.Call) -> str | None:
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else None
-
-
-def path_parts(expr: cst.BaseExpression) -> tuple[str, ...] | None:
-    """Names along an attribute chain, looking through subscripts and calls.
-
-    `self.layers[0].fc` -> ("self", "layers", "fc"); None when it does not start at a name.
-    """
-    parts: list[str] = []
-    while True:
-        if isinstance(expr, cst.Attribute):
-            parts.append(expr.attr.value)
-            expr = expr.value
-        elif isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif isinstance(expr, cst.Call):
-            expr = expr.func
-        elif isinstance(expr, cst.Name):
-            parts.append(expr.value)
-            return tuple(reversed(parts))
-        else:
-            return None
-
-
 def _is_basic_index(sub: cst.Subscript) -> bool:
     """Indexing that returns a view (ints, slices, `...`, None), not an advanced-index copy."""
     for element in sub.slice:
@@ -323,7 +177,7 @@ def inplace_of_call(call: cst.Call) -> InPlace | None:
     if not isinstance(func, cst.Attribute):
         return None
     method = func.attr.value
-    if not method.endswith("_") or method.startswith("_") or method in _NOT_INPLACE:
+    if not method.endswith("_") or method.startswith("_") or method in NOT_INPLACE:
         return None
     target = _strip_views(func.value)
     if target is None:
@@ -390,7 +244,7 @@ class GradTracker:
         #: they were frozen in; `("*",)` when the frozen thing cannot be named.
         self.frozen: list[_Freeze] = []
         self.candidates: list[_Candidate] = []
-        self._class_params: dict[int, dict[str, Binding]] = {}
+        self.tensors = tensor_facts(context)
 
     # -- scopes ---------------------------------------------------------------------------
     def enter_scope(self, node: cst.CSTNode) -> None:
@@ -452,34 +306,34 @@ class GradTracker:
             func_name = dotted_name(expr.func) or ""
             if "raises" in func_name.lower():
                 return "off"  # `pytest.raises` / `assertRaises`: the error is expected
-            if qualified in _NO_GRAD_CALLS:
-                if "inference_mode" in qualified and args and not _is_true(args[0].value):
-                    return "on" if _is_false(args[0].value) else "off"
+            if qualified in GRAD_OFF:
+                if "inference_mode" in qualified and args and not is_true(args[0].value):
+                    return "on" if is_false(args[0].value) else "off"
                 return "off"
-            if qualified in _ENABLE_GRAD_CALLS:
+            if qualified in GRAD_ON:
                 return "on"
             if qualified.endswith("set_grad_enabled") or qualified.endswith("_set_grad_enabled"):
-                return "on" if args and _is_true(args[0].value) else "off"
+                return "on" if args and is_true(args[0].value) else "off"
             text = self.context.code(expr)
-            if any(word in text for word in _NO_GRAD_WORDS):
+            if any(word in text for word in GRAD_SWITCH_WORDS):
                 return "off"
             return None
         if isinstance(expr, (cst.Name, cst.Attribute)):
             return "off"
         text = self.context.code(expr)
-        return "off" if any(word in text for word in _NO_GRAD_WORDS) else None
+        return "off" if any(word in text for word in GRAD_SWITCH_WORDS) else None
 
     def _decorator_mode(self, node: cst.FunctionDef) -> str | None:
         for decorator in node.decorators:
             expr = decorator.decorator
             target = expr.func if isinstance(expr, cst.Call) else expr
             qualified = self.context.qualified_name(target) or ""
-            if qualified in _ENABLE_GRAD_CALLS:
+            if qualified in GRAD_ON:
                 return "on"
             if isinstance(expr, cst.Call) and qualified.endswith("set_grad_enabled"):
-                return "on" if expr.args and _is_true(expr.args[0].value) else "off"
-            if qualified in _NO_GRAD_CALLS:
-                if isinstance(expr, cst.Call) and expr.args and _is_false(expr.args[0].value):
+                return "on" if expr.args and is_true(expr.args[0].value) else "off"
+            if qualified in GRAD_OFF:
+                if isinstance(expr, cst.Call) and expr.args and is_false(expr.args[0].value):
                     return "on"
                 return "off"
             text = dotted_name(target) or ""
@@ -522,22 +376,22 @@ class GradTracker:
     def _forget(self, name: str) -> None:
         self.scope.names.pop(name, None)
 
-    def _lookup(self, name: str, resolve: bool = True) -> Binding | None:
+    @property
+    def classdef(self) -> cst.ClassDef | None:
+        """The class of the method being walked (the tracker is the rules' `NameView`)."""
+        return self.scope.classdef
+
+    def lookup(self, name: str, resolve: bool = True) -> Binding | None:
         """The binding of a local name, if its last binding dominates the current point."""
         known = self.scope.names.get(name)
         if known is None or not known.blocks <= self._blocks():
             return None
-        return self._resolved(known.binding) if resolve else known.binding
-
-    def _resolved(self, binding: Binding | None) -> Binding | None:
-        if binding is not None and binding.kind == "ref" and binding.ref is not None:
-            return self.resolve_attribute(binding.ref, binding.classdef)
-        return binding
+        return self.tensors.resolved(known.binding, self) if resolve else known.binding
 
     def bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         """An assignment `target = value` (value None: bound to something unknown)."""
         if isinstance(target, cst.Name):
-            binding = self.classify(value) if value is not None else None
+            binding = self.tensors.classify(value, self) if value is not None else None
             self._set(target.value, binding)
         elif isinstance(target, (cst.Tuple, cst.List)):
             values: Sequence[cst.BaseExpression | None]
@@ -553,11 +407,11 @@ class GradTracker:
             self.bind_target(target.value, None)
         elif isinstance(target, cst.Attribute) and target.attr.value == "requires_grad":
             owner = target.value
-            if not _is_true(value):
+            if not is_true(value):
                 self._record_freeze(owner)
             if isinstance(owner, cst.Name):
-                known = self._lookup(owner.value)
-                if not _is_true(value):
+                known = self.lookup(owner.value)
+                if not is_true(value):
                     self._forget(owner.value)
                 elif known is None or known.kind != "param":
                     # Setting the flag raises on a non-leaf: from here on it is a leaf.
@@ -580,9 +434,9 @@ class GradTracker:
         self, target: cst.BaseExpression, iterable: cst.BaseExpression
     ) -> list[tuple[cst.BaseExpression, Binding | None]]:
         """(target part, binding of what it receives) for `for target in iterable`."""
-        if dotted_name(iterable) == "self.param_groups" and self._in_plain_optimizer_method():
+        if dotted_name(iterable) == "self.param_groups" and self._in_plain_optimizermethod_name():
             return [(target, Binding("param_group"))]
-        source = self.classify(iterable)
+        source = self.tensors.classify(iterable, self)
         if source is not None and source.kind == "params":
             return [(target, Binding("param", owner=source.owner))]
         if source is not None and source.kind == "named_params":
@@ -592,7 +446,7 @@ class GradTracker:
             return [(target, None)]
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             builtin = iterable.func.value
-            args = _positional(iterable)
+            args = positional(iterable)
             parts = (
                 [e.value for e in target.elements]
                 if isinstance(target, (cst.Tuple, cst.List))
@@ -605,7 +459,7 @@ class GradTracker:
                 and parts is not None
                 and len(parts) == len(args) == len(iterable.args)
             ):
-                kinds = [self.classify(a.value) for a in args]
+                kinds = [self.tensors.classify(a.value, self) for a in args]
                 sources = sum(k is not None and k.kind == "params" for k in kinds)
                 found: list[tuple[cst.BaseExpression, Binding | None]] = []
                 for part, kind in zip(parts, kinds, strict=True):
@@ -616,7 +470,7 @@ class GradTracker:
                 return found
         return [(target, None)]
 
-    def _in_plain_optimizer_method(self) -> bool:
+    def _in_plain_optimizermethod_name(self) -> bool:
         """In an undecorated method of a `torch.optim.Optimizer` subclass.
 
         Such a `step()` runs with grad enabled, so updating `group["params"]` in place raises;
@@ -637,12 +491,12 @@ class GradTracker:
         func = call.func
         assert isinstance(func, cst.Attribute)
         args = call.args
-        turned_on = not args or _is_true(args[0].value)
+        turned_on = not args or is_true(args[0].value)
         receiver = func.value
         if not turned_on:
             self._record_freeze(receiver)
         if isinstance(receiver, cst.Name):
-            known = self._lookup(receiver.value)
+            known = self.lookup(receiver.value)
             if turned_on and known is not None and known.kind == "fresh":
                 self._set(receiver.value, Binding("leaf"))
             elif not turned_on or known is None or known.kind not in ("leaf", "param"):
@@ -736,202 +590,10 @@ class GradTracker:
         applied = re.compile(rf"\.apply\(\s*{re.escape(function.name.value)}\s*\)")
         return applied.search(self.context.source) is not None
 
-    # -- what an expression is ------------------------------------------------------------
-    def classify(self, expr: cst.BaseExpression | None) -> Binding | None:
-        """What `expr` is; a `self.<attr>` value may come back unresolved (kind "ref")."""
-        if isinstance(expr, cst.Name):
-            return self._lookup(expr.value, resolve=False)
-        if isinstance(expr, cst.Attribute):
-            head = expr.value
-            while isinstance(head, cst.Attribute):
-                head = head.value
-            if isinstance(head, cst.Name) and head.value == "self":
-                classdef = self.scope.classdef
-                return Binding("ref", classdef=classdef, ref=expr) if classdef else None
-            return self.resolve_attribute(expr)
-        if isinstance(expr, cst.Subscript):
-            group = expr.value
-            if _is_params_key(expr) and isinstance(group, cst.Name):
-                known = self._lookup(group.value, resolve=False)
-                if known is not None and known.kind == "param_group":
-                    return Binding("params", owner=("self", "param_groups"))
-            # A slice of a tensor that needs no grad needs none either.
-            return _FRESH if self._gradless(expr.value) else None
-        if not isinstance(expr, cst.Call):
-            return None
-        qualified = self.context.qualified_name(expr.func)
-        method = _method(expr)
-        if qualified == "copy.deepcopy" and len(expr.args) == 1:
-            inner = self._resolved(self.classify(expr.args[0].value))
-            return inner if inner is not None and inner.kind in ("model", "layer") else None
-        if qualified in _PARAMETER_CLASSES:
-            flag = _keyword(expr, "requires_grad")
-            positional = _positional(expr)
-            if flag is None and len(positional) > 1:
-                flag = positional[1]
-            if flag is None or _is_true(flag.value):
-                return Binding("param")
-            return None
-        flag = _keyword(expr, "requires_grad")
-        creation = method in _NEW_METHODS or (
-            qualified is not None
-            and qualified.startswith("torch.")
-            and qualified.split(".")[-1] in _CREATION
-        )
-        if creation or qualified in _VARIABLE_CLASSES:
-            if flag is not None and _is_true(flag.value):
-                return Binding("leaf")
-            if creation and (flag is None or _is_false(flag.value)):
-                return _FRESH
-            return None
-        if method == "requires_grad_":
-            assert isinstance(expr.func, cst.Attribute)
-            args = expr.args
-            if (not args or _is_true(args[0].value)) and self._gradless(expr.func.value):
-                return Binding("leaf")
-            return None
-        if method == "detach" and not expr.args:
-            return _FRESH
-        if method is not None and (
-            method in _GRADLESS_KEEPING or (method.endswith("_") and method not in _NOT_INPLACE)
-        ):
-            # Copies and in-place fills (`torch.empty(3).uniform_()`) of a fresh tensor.
-            assert isinstance(expr.func, cst.Attribute)
-            return _FRESH if self._gradless(expr.func.value) else None
-        if method in ("parameters", "named_parameters") and not _positional(expr):
-            assert isinstance(expr.func, cst.Attribute)
-            owner = path_parts(expr.func.value)
-            if owner is None:
-                return None
-            return Binding("params" if method == "parameters" else "named_params", owner=owner)
-        if isinstance(expr.func, cst.Name) and qualified is None:
-            name = expr.func.value
-            args = _positional(expr)
-            if name in ("list", "tuple") and len(args) == 1 and len(expr.args) == 1:
-                inner = self.classify(args[0].value)
-                return inner if inner is not None and inner.kind == "params" else None
-            classdef = self.context.class_defs().get(name)
-            if classdef is not None and self.context.is_nn_module(classdef):
-                return Binding("model", classdef=classdef)
-            return None
-        if qualified is not None and qualified.startswith("torch.nn."):
-            layer = qualified.split(".")[-1]
-            if qualified == f"torch.nn.{layer}" and (layer in _LAYERS or layer in _AFFINE_OPT_IN):
-                return Binding("layer", call=expr)
-        return None
-
-    def _gradless(self, expr: cst.BaseExpression) -> bool:
-        """Whether `expr` is a tensor known not to require grad (so a leaf once marked)."""
-        binding = self.classify(expr)
-        return binding is not None and binding.kind == "fresh"
-
-    def resolve_attribute(
-        self, expr: cst.Attribute, classdef: cst.ClassDef | None = None
-    ) -> Binding | None:
-        """`self.w` (a parameter of this class), `self.fc.weight`, `model.fc.bias`, ..."""
-        parts = dotted_name(expr)
-        if parts is None:
-            return None
-        names = parts.split(".")
-        if classdef is None:
-            classdef = self.scope.classdef
-        obj = self._resolve_object(names[:-1], classdef)
-        if obj is None:
-            return None
-        attr = names[-1]
-        if obj.kind == "model" and obj.classdef is not None:
-            found = self._class_members(obj.classdef).get(attr)
-            if found is not None and found.kind in ("leaf", "param"):
-                return Binding(found.kind, owner=tuple(names))
-            return None
-        if obj.kind == "layer" and obj.call is not None and _layer_has(obj.call, attr):
-            if names[0] == "self" and classdef is not None:
-                # `self.fc.weight = ...` somewhere in the class replaces the parameter.
-                values = self.context.self_attributes(classdef).get(".".join(names))
-                if values is not None and not all(
-                    (b := self._classify_member(v)) is not None and b.kind == "param"
-                    for v in values
-                ):
-                    return None
-            return Binding("param", owner=tuple(names))
-        return None
-
-    def _resolve_object(self, names: list[str], classdef: cst.ClassDef | None) -> Binding | None:
-        """A layer or same-file model reached through a chain of attributes."""
-        if not names:
-            return None
-        head = names[0]
-        if head == "self":
-            if classdef is None:
-                return None
-            current: Binding | None = Binding("model", classdef=classdef)
-        else:
-            current = self._lookup(head)
-        for attr in names[1:]:
-            if current is None or current.kind != "model" or current.classdef is None:
-                return None
-            current = self._class_members(current.classdef).get(attr)
-        if current is None or current.kind not in ("model", "layer"):
-            return None
-        return current
-
-    def _class_members(self, classdef: cst.ClassDef) -> dict[str, Binding]:
-        """`self.<attr>` that every assignment in the class makes a parameter/layer/model."""
-        key = id(classdef)
-        cached = self._class_params.get(key)
-        if cached is not None:
-            return cached
-        cached = self._class_params[key] = {}  # guards against self-referencing classes
-        for target, values in self.context.self_attributes(classdef).items():
-            kinds = [self._classify_member(v) for v in values]
-            first = kinds[0] if kinds else None
-            if first is None or any(
-                k is None or k.kind != first.kind or k.classdef is not first.classdef for k in kinds
-            ):
-                continue
-            if first.kind == "layer" and len(kinds) > 1:
-                continue  # differently built layers may lack the parameter
-            cached[target.split(".", 1)[1]] = first
-        for attr, value in self._registered_parameters(classdef):
-            if self._classify_member(value) is not None and attr not in cached:
-                cached[attr] = Binding("param")
-        return cached
-
-    def _classify_member(self, value: cst.BaseExpression) -> Binding | None:
-        if not isinstance(value, cst.Call):
-            return None
-        saved, self.scopes = self.scopes, [_Scope(value, "function")]
-        try:
-            binding = self.classify(value)
-        finally:
-            self.scopes = saved
-        if binding is not None and binding.kind in ("leaf", "param", "layer", "model"):
-            return binding
-        return None
-
-    def _registered_parameters(
-        self, classdef: cst.ClassDef
-    ) -> list[tuple[str, cst.BaseExpression]]:
-        """`self.register_parameter("w", nn.Parameter(...))` calls in the class's methods."""
-        if "register_parameter" not in self.context.source:
-            return []
-        found = []
-        for node in iter_descendants(classdef):
-            if (
-                isinstance(node, cst.Call)
-                and dotted_name(node.func) == "self.register_parameter"
-                and len(node.args) == 2
-                and isinstance(node.args[0].value, cst.SimpleString)
-            ):
-                name = node.args[0].value.evaluated_value
-                if isinstance(name, str):
-                    found.append((name, node.args[1].value))
-        return found
-
     # -- freezing -------------------------------------------------------------------------
     def _record_freeze(self, expr: cst.BaseExpression) -> None:
         if isinstance(expr, cst.Call):
-            made = self.classify(expr)  # `nn.Linear(2, 2).requires_grad_(False)`
+            made = self.tensors.classify(expr, self)  # `nn.Linear(2, 2).requires_grad_(False)`
             if made is not None and made.kind in ("layer", "fresh", "leaf", "param"):
                 return  # a new object: no existing parameter is frozen
         parts = path_parts(expr)
@@ -945,7 +607,7 @@ class GradTracker:
             classdef = self.scope.classdef
             start = Binding("model", classdef=classdef) if classdef is not None else None
         else:
-            start = self._lookup(parts[0])
+            start = self.lookup(parts[0])
         self.frozen.append(_Freeze(parts, self.scope.classdef, start))
 
     def _affected(self, freeze: _Freeze) -> frozenset[int] | None:
@@ -963,7 +625,7 @@ class GradTracker:
                 return frozenset()
             if current.kind != "model" or current.classdef is None:
                 return None
-            member = self._class_members(current.classdef).get(attr)
+            member = self.tensors.class_members(current.classdef).get(attr)
             if member is not None and member.kind in ("leaf", "param"):
                 return frozenset({id(current.classdef)})
             current = member
@@ -981,7 +643,7 @@ class GradTracker:
             if id(classdef) in found:
                 continue
             found.add(id(classdef))
-            for member in self._class_members(classdef).values():
+            for member in self.tensors.class_members(classdef).values():
                 if member.kind == "model" and member.classdef is not None:
                     pending.append(member.classdef)
         return frozenset(found)
@@ -1010,7 +672,7 @@ class GradTracker:
             if source is None:
                 return parts
             while isinstance(source, cst.Call) and isinstance(source.func, cst.Name):
-                args = _positional(source)
+                args = positional(source)
                 if len(args) != 1:
                     return None  # zip(a, b): which one is frozen is unclear
                 source = args[0].value  # enumerate(...), list(...), zip(a, ...)
@@ -1042,9 +704,9 @@ class GradTracker:
             name = target.value
             if name in self.scope.blocked or _comprehension_binds(self.context.ancestors, name):
                 return
-            binding = self._lookup(name)
+            binding = self.lookup(name)
         elif isinstance(target, cst.Attribute):
-            binding = self.resolve_attribute(target)
+            binding = self.tensors.resolve_attribute(target, self)
         else:
             return
         if binding is None or binding.kind not in ("leaf", "param") or binding.paired:
@@ -1110,50 +772,6 @@ class GradTracker:
         return False
 
 
-def _is_false(expr: cst.BaseExpression | None) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
-
-
-def _is_params_key(sub: cst.Subscript) -> bool:
-    """`group["params"]`."""
-    if len(sub.slice) != 1:
-        return False
-    index = sub.slice[0].slice
-    return (
-        isinstance(index, cst.Index)
-        and isinstance(index.value, cst.SimpleString)
-        and index.value.evaluated_value == "params"
-    )
-
-
-def _layer_has(call: cst.Call, attr: str) -> bool:
-    """Whether a `torch.nn` layer built by `call` owns a `weight`/`bias` parameter."""
-    if attr not in ("weight", "bias"):
-        return False
-    func = call.func
-    layer = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func) or ""
-    flags = {a.keyword.value: a.value for a in call.args if a.keyword is not None and not a.star}
-    if any(_is_false(v) for v in _positional_values(call)):
-        return False  # e.g. `nn.Linear(4, 4, False)`
-    if layer in _AFFINE_OPT_IN and not _is_true(flags.get("affine")):
-        return False
-    for flag in ("affine", "elementwise_affine", "_freeze"):
-        value = flags.get(flag)
-        if value is not None and not (_is_true(value) if flag != "_freeze" else False):
-            return False
-    if attr == "bias":
-        value = flags.get("bias")
-        if value is not None and not _is_true(value):
-            return False
-        if layer in ("Embedding", "EmbeddingBag", "PReLU", "RMSNorm"):
-            return False
-    return True
-
-
-def _positional_values(call: cst.Call) -> list[cst.BaseExpression]:
-    return [a.value for a in _positional(call)]
-
-
 def _target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.Name):
         return {target.value}
@@ -1205,7 +823,7 @@ def _message(change: InPlace, text: str, binding: Binding) -> str:
     elif (
         not change.view
         and isinstance(node, cst.Call)
-        and (method := _method(node))
+        and (method := method_name(node))
         and method not in _NO_OUT_OF_PLACE
     ):
         advice += f" or out of place (`{text} = {text}.{method[:-1]}(...)`)"

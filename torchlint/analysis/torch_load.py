@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
-from torchlint.analysis.local_values import binding_value
 from torchlint.context import FileContext, iter_scope_nodes
+from torchlint.semantic.lookup import value_here
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
@@ -45,7 +45,7 @@ def loads_own_data(context: FileContext, call: cst.Call) -> bool:
     if _is_buffer(context, source):
         return True
     if isinstance(source, cst.Name):
-        value = binding_value(context, source.value, max_hops=1)
+        value = value_here(context, source, max_hops=1)
         if value is not None and _is_buffer(context, value):
             return True
     function = context.enclosing_function()

@@ -5,16 +5,15 @@ call as an `Event` with its position in source order, the loop or scope it belon
 directly (a `Unit`), and its branch path: the if/else, except and match arms it sits in.
 Two events on compatible paths can run in the same iteration in their source order.
 
-Optimizers are recognised by what they are assigned from (`torch.optim.*(...)`, any
-`*optim*(...)` factory, well-known optimizer classes) or by their name (`optimizer`,
-`opt_g`, `optimD`, `adam`, ...); `scheduler.step()` never counts, and
-`scaler.step(optimizer)` steps `optimizer`. When it is unclear which gradients a
+Which object is an optimizer, a scaler, or the model an optimizer updates is asked of
+`semantic.optimizers`, and which same-file functions clear gradients or run backward of
+`semantic.training`; `scheduler.step()` never counts, and `scaler.step(optimizer)` steps
+`optimizer`. When it is unclear which gradients a
 `zero_grad()` clears, TL501 assumes it clears them all and TL502 assumes it clears none.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +21,13 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
+from torchlint.semantic.optimizers import optimizer_facts
+from torchlint.semantic.training import (
+    clears_by_name,
+    gradient_functions,
+    is_uncalled_zero_grad,
+    mentions_grad,
+)
 from torchlint.walker import iter_children, iter_descendants
 
 BACKWARD = "backward"  # `<expr>.backward()`, `torch.autograd.backward(...)`
@@ -35,39 +41,6 @@ ASSIGN = "assign"  # `<dotted name> = ...`
 
 Path = tuple[tuple[int, int], ...]
 
-_OPTIMIZER_TOKENS = frozenset(
-    {"opt", "opts", "optim", "optims", "optimizer", "optimizers", "optimiser", "optimisers"}
-    | {"adam", "adamw", "sgd", "lbfgs", "rmsprop", "adagrad", "lamb", "lion", "adafactor"}
-)
-_OPTIMIZER_CLASSES = frozenset(
-    {
-        "Adam",
-        "AdamW",
-        "SGD",
-        "RMSprop",
-        "Adagrad",
-        "Adadelta",
-        "Adamax",
-        "NAdam",
-        "RAdam",
-        "LBFGS",
-        "SparseAdam",
-        "ASGD",
-        "Rprop",
-        "Adafactor",
-        "Lion",
-        "LAMB",
-        "Lamb",
-        "FusedAdam",
-        "FusedLAMB",
-        "FusedSGD",
-        "Adan",
-        "AdaBelief",
-        "Muon",
-        "Shampoo",
-    }
-)
-_SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler"})
 # Calls that receive an optimizer without clearing its gradients.
 _KEEPS_GRADIENTS = frozenset(
     {
@@ -94,7 +67,6 @@ _KEEPS_GRADIENTS = frozenset(
         "param_groups",
     }
 )
-_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 @dataclass
@@ -325,7 +297,7 @@ class _Collector:
             if name == "zero_grad":
                 self._event(ZERO, call, unit, path, receiver=receiver)
                 return
-            if name.endswith("_") and _mentions_grad(receiver):
+            if name.endswith("_") and mentions_grad(receiver):
                 # `p.grad.zero_()` clears; `p.grad.mul_(scale)` rewrites what step() will use.
                 kind = CLEAR if name in ("zero_", "fill_") else GRAD_WRITE
                 self._event(kind, call, unit, path)
@@ -343,43 +315,7 @@ class _Collector:
         self._event(CALL, call, unit, path, receiver=receiver, name=name, args=args)
 
 
-def _mentions_grad(expr: cst.BaseExpression) -> bool:
-    name = dotted_name(expr)
-    return name is not None and "grad" in name.split(".")
-
-
-def clears_by_name(name: str) -> bool:
-    """`zero_grad(model)`, `clear_grads()`, `reset_gradients()`: named for clearing grads."""
-    lower = name.lower()
-    if lower == "zero_grad":
-        return True
-    return "grad" in lower and any(w in lower for w in ("zero", "clear", "reset"))
-
-
-def _is_optim_word(word: str) -> bool:
-    """`optimizer`, `optimizerG`, `optimiser`, but not `optimal` or `optimize_for`."""
-    if word.startswith(("optimizer", "optimiser")):
-        return True
-    return word.startswith("optim") and not word.startswith(("optimal", "optimiz", "optimis"))
-
-
-def _words(name: str) -> list[str]:
-    return [w.lower() for w in _WORDS.findall(name)]
-
-
 # -- file-level facts ----------------------------------------------------------------------------
-
-
-@dataclass
-class _FileFacts:
-    #: dotted target -> values assigned to it (self.x from any method, module-level names).
-    shared_assignments: dict[str, list[cst.BaseExpression]]
-    #: Same-file function names that clear gradients / call backward (directly or through
-    #: another same-file function).
-    clearing_functions: set[str]
-    backward_functions: set[str]
-    #: Every function name defined in the file (the others we cannot see into).
-    functions: set[str]
 
 
 class TrainingLoops:
@@ -389,7 +325,7 @@ class TrainingLoops:
         self.context = context
         self._scopes: dict[int, Scope] = {}
         self._marked: dict[str, set[int]] = {}
-        self._facts: _FileFacts | None = None
+        self.optimizers = optimizer_facts(context)
 
     def mark(self, what: str) -> None:
         """Note that the scope being walked contains `what` (a call seen by a rule)."""
@@ -410,153 +346,6 @@ class TrainingLoops:
             found = self._scopes[id(node)] = _Collector(self.context).run(node)
         return found
 
-    @property
-    def facts(self) -> _FileFacts:
-        if self._facts is None:
-            self._facts = self._file_facts()
-        return self._facts
-
-    def _file_facts(self) -> _FileFacts:
-        shared: dict[str, list[cst.BaseExpression]] = {}
-        for name, values in self.context.assignments(self.context.module).items():
-            shared.setdefault(name, []).extend(values)
-        functions: dict[str, list[cst.FunctionDef]] = {}
-        for node in iter_descendants(self.context.module):
-            if isinstance(node, cst.FunctionDef):
-                functions.setdefault(node.name.value, []).append(node)
-                for name, values in self.context.assignments(node).items():
-                    if name.startswith("self."):
-                        shared.setdefault(name, []).extend(values)
-        clearing: set[str] = set()
-        backward: set[str] = set()
-        callees: dict[str, set[str]] = {}
-        for name, defs in functions.items():
-            calls: set[str] = callees.setdefault(name, set())
-            for definition in defs:
-                uncalled: set[int] = set()
-                for node in iter_descendants(definition.body):
-                    if is_uncalled_zero_grad(node):
-                        uncalled.add(id(node.value))  # type: ignore[attr-defined]
-                    elif isinstance(node, cst.Attribute) and id(node) not in uncalled:
-                        if node.attr.value == "zero_grad":
-                            clearing.add(name)
-                        elif node.attr.value in ("backward", "manual_backward"):
-                            backward.add(name)
-                    elif isinstance(node, (cst.Assign, cst.Del)):
-                        if _sets_grad(node):
-                            clearing.add(name)
-                    elif isinstance(node, cst.Call):
-                        callee = _callee_name(node)
-                        if callee is not None:
-                            calls.add(callee)
-                            if clears_by_name(callee) or (
-                                callee == "zero_"
-                                and isinstance(node.func, cst.Attribute)
-                                and _mentions_grad(node.func.value)
-                            ):
-                                clearing.add(name)
-        for found in (clearing, backward):
-            changed = True
-            while changed:
-                changed = False
-                for name, calls in callees.items():
-                    if name not in found and calls & found:
-                        found.add(name)
-                        changed = True
-        return _FileFacts(shared, clearing, backward, set(functions))
-
-    # -- names ---------------------------------------------------------------------------------
-    def canonical(self, expr: cst.BaseExpression | None, scope: Scope) -> str | None:
-        """The dotted name `expr` stands for, following `x = self.x`-style aliases."""
-        name = dotted_name(expr) if expr is not None else None
-        if name is None:
-            return None
-        assignments = self.context.assignments(scope.node)
-        for _ in range(5):
-            head, dot, rest = name.partition(".")
-            values = assignments.get(head, [])
-            if len(values) != 1:
-                break
-            target = dotted_name(values[0])
-            if target is None or target == head:
-                break
-            name = target + dot + rest
-        return name
-
-    def values_of(self, name: str, scope: Scope) -> list[cst.BaseExpression]:
-        local = self.context.assignments(scope.node).get(name)
-        if local:
-            return local
-        return self.facts.shared_assignments.get(name, [])
-
-    def is_optimizer(self, expr: cst.BaseExpression, scope: Scope) -> bool:
-        """Named like an optimizer, or assigned from an optimizer constructor."""
-        while isinstance(expr, cst.Subscript):  # `optimizers[0]`
-            expr = expr.value
-        names = {dotted_name(expr), self.canonical(expr, scope)} - {None}
-        for name in names:
-            assert name is not None
-            last = name.rsplit(".", 1)[-1]
-            words = _words(last)
-            if "sched" in last.lower() or "scheduler" in words or "lr" in words:
-                return False
-            if _OPTIMIZER_TOKENS.intersection(words) or any(_is_optim_word(w) for w in words):
-                return True
-            if any(self._is_optimizer_constructor(v) for v in self.values_of(name, scope)):
-                return True
-        return False
-
-    def is_scaler(self, expr: cst.BaseExpression, scope: Scope) -> bool:
-        name = self.canonical(expr, scope)
-        if name is None:
-            return False
-        if "scaler" in name.rsplit(".", 1)[-1].lower():
-            return True
-        return any(
-            isinstance(v, cst.Call) and self.context.call_name(v) in _SCALERS
-            for v in self.values_of(name, scope)
-        )
-
-    def _is_optimizer_constructor(self, value: cst.BaseExpression) -> bool:
-        if not isinstance(value, cst.Call):
-            return False
-        qualified = self.context.call_name(value) or dotted_name(value.func) or ""
-        if not qualified or "sched" in qualified.lower() or "swa_utils" in qualified:
-            return False
-        if qualified.startswith("torch.optim."):
-            return True
-        last = qualified.rsplit(".", 1)[-1]
-        return "optim" in last.lower() or ".optim." in qualified or last in _OPTIMIZER_CLASSES
-
-    def optimizer_models(self, name: str | None, scope: Scope) -> set[str] | None:
-        """Models whose `.parameters()` an optimizer was built from; None when unknown."""
-        if name is None:
-            return None
-        values = self.values_of(name, scope)
-        if not values:
-            return None
-        models: set[str] = set()
-        for value in values:
-            if not self._is_optimizer_constructor(value):
-                return None
-            assert isinstance(value, cst.Call)
-            params = [
-                a.value for a in value.args if a.keyword is None or a.keyword.value == "params"
-            ]
-            if not params or params[0] is None:
-                return None
-            found = {
-                self.canonical(node.func.value, scope) or ""
-                for node in [params[0], *iter_descendants(params[0])]
-                if isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value in ("parameters", "named_parameters")
-            }
-            if not found or "" in found:
-                return None
-            models |= found
-        return models
-
     # -- steps ---------------------------------------------------------------------------------
     def optimizer_step(self, event: Event, scope: Scope) -> cst.BaseExpression | None:
         """The optimizer a CALL event steps: `opt.step()` or `scaler.step(opt)`."""
@@ -565,8 +354,10 @@ class TrainingLoops:
         call = event.node
         assert isinstance(call, cst.Call)
         if not call.args:
-            return event.receiver if self.is_optimizer(event.receiver, scope) else None
-        if event.args and self.is_scaler(event.receiver, scope):
+            return (
+                event.receiver if self.optimizers.is_optimizer(event.receiver, scope.node) else None
+            )
+        if event.args and self.optimizers.is_scaler(event.receiver, scope.node):
             return event.args[0]  # `scaler.step(optimizer)`
         return None  # `opt.step(closure)`: the closure does backward and zero_grad
 
@@ -581,61 +372,40 @@ class TrainingLoops:
     # -- what a zero_grad() clears -------------------------------------------------------------
     def may_clear(self, zero: Event, optimizer: cst.BaseExpression, scope: Scope) -> bool:
         """Whether `zero` might clear `optimizer`'s gradients (when unsure: yes)."""
-        receiver = self.canonical(zero.receiver, scope)
-        target = self.canonical(optimizer, scope)
+        receiver = self.optimizers.canonical(zero.receiver, scope.node)
+        target = self.optimizers.canonical(optimizer, scope.node)
         if receiver is None or target is None or receiver == target:
             return True
         heads = {receiver.split(".", 1)[0], target.split(".", 1)[0]}
         if heads & scope.loop_targets:
             return True
         assert zero.receiver is not None
-        if self.is_optimizer(zero.receiver, scope):
-            return not self._distinct_optimizers(receiver, target, scope)
-        models = self.optimizer_models(target, scope)
+        if self.optimizers.is_optimizer(zero.receiver, scope.node):
+            return not self.optimizers.distinct_optimizers(receiver, target, scope.node)
+        models = self.optimizers.optimizer_models(target, scope.node)
         return models is None or any(_related(receiver, m) for m in models)
-
-    def _distinct_optimizers(self, first: str, second: str, scope: Scope) -> bool:
-        """Whether two optimizer names surely hold different objects.
-
-        Each must be built by its own optimizer constructor call, or be a parameter of the
-        function; `self._optimizer` and a `self.optimizer` property may be one object.
-        """
-        if _strip_private(first) == _strip_private(second):
-            return False
-        sources: list[set[int]] = []
-        for name in (first, second):
-            values = self.values_of(name, scope)
-            if values:
-                if not all(self._is_optimizer_constructor(v) for v in values):
-                    return False
-                sources.append({id(v) for v in values})
-            elif "." in name or name not in _parameter_names(scope.node):
-                return False
-            else:
-                sources.append({hash(name)})
-        return not sources[0] & sources[1]
 
     def surely_clears(self, zero: Event, optimizer: cst.BaseExpression, scope: Scope) -> bool:
         """Whether `zero` certainly clears `optimizer`'s gradients."""
-        receiver = self.canonical(zero.receiver, scope)
-        target = self.canonical(optimizer, scope)
+        receiver = self.optimizers.canonical(zero.receiver, scope.node)
+        target = self.optimizers.canonical(optimizer, scope.node)
         if receiver is None or target is None:
             return False
         if receiver == target:
             return True
         assert zero.receiver is not None
-        if self.is_optimizer(zero.receiver, scope):
+        if self.optimizers.is_optimizer(zero.receiver, scope.node):
             return False
-        models = self.optimizer_models(target, scope)
+        models = self.optimizers.optimizer_models(target, scope.node)
         return models is not None and any(_covers(receiver, m) for m in models)
 
     def hands_over(self, event: Event, optimizer: str, scope: Scope) -> bool:
         """Whether a call passes the optimizer to code that might clear its gradients."""
         if event.kind != CALL or event.name in _KEEPS_GRADIENTS:
             return False
-        if event.name in self.facts.functions:
+        if event.name in gradient_functions(self.context).defined:
             return False  # defined here, and not among the clearing functions
-        return any(self.canonical(arg, scope) == optimizer for arg in event.args)
+        return any(self.optimizers.canonical(arg, scope.node) == optimizer for arg in event.args)
 
     def runs_backward(self, event: Event) -> bool:
         """A backward pass, or a call that may run one."""
@@ -643,7 +413,10 @@ class TrainingLoops:
             return True
         if event.kind != CALL:
             return False
-        return "backward" in event.name.lower() or event.name in self.facts.backward_functions
+        return (
+            "backward" in event.name.lower()
+            or event.name in gradient_functions(self.context).backward
+        )
 
     def sets_gradients(self, event: Event) -> bool:
         """Writes `.grad` (gradient surgery, restoring saved gradients) or may do so."""
@@ -654,7 +427,7 @@ class TrainingLoops:
         name = event.name.lower()
         if "grad" in name and name not in ("clip_grad_norm_", "clip_grad_value_"):
             return True  # `apply_gradients(...)`, `set_grads(...)`
-        return event.name in self.facts.clearing_functions
+        return event.name in gradient_functions(self.context).clearing
 
     def step_function(self, function: cst.FunctionDef) -> tuple[Event, Event] | None:
         """(backward, step) when `function` is a training step that never clears gradients.
@@ -669,7 +442,7 @@ class TrainingLoops:
         step = next(self.steps(top.events, scope), None)
         if backward is None or step is None or backward.pos > step[0].pos:
             return None
-        target = self.canonical(step[1], scope)
+        target = self.optimizers.canonical(step[1], scope.node)
         if target is None or any(
             e.kind in (ZERO, CLEAR) or self.clears_all(e) or self.hands_over(e, target, scope)
             for e in scope.events
@@ -681,28 +454,7 @@ class TrainingLoops:
         """Clears gradients other than through `<receiver>.zero_grad()`."""
         if event.kind == CLEAR:
             return True
-        return event.kind == CALL and event.name in self.facts.clearing_functions
-
-
-def is_uncalled_zero_grad(node: cst.CSTNode) -> bool:
-    """`optimizer.zero_grad` as a statement of its own: a call with its parentheses missing."""
-    return (
-        isinstance(node, cst.Expr)
-        and isinstance(node.value, cst.Attribute)
-        and node.value.attr.value == "zero_grad"
-    )
-
-
-def _strip_private(name: str) -> str:
-    return ".".join(part.lstrip("_") for part in name.split("."))
-
-
-def _parameter_names(node: cst.CSTNode) -> set[str]:
-    if not isinstance(node, cst.FunctionDef):
-        return set()
-    params = node.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    return {p.name.value for p in every}
+        return event.kind == CALL and event.name in gradient_functions(self.context).clearing
 
 
 def _related(a: str, b: str) -> bool:
@@ -712,45 +464,6 @@ def _related(a: str, b: str) -> bool:
 def _covers(model: str, parameters_of: str) -> bool:
     """`model.zero_grad()` clears every parameter of `parameters_of`."""
     return parameters_of == model or parameters_of.startswith(model + ".")
-
-
-def _callee_name(call: cst.Call) -> str | None:
-    if isinstance(call.func, cst.Name):
-        return call.func.value
-    if isinstance(call.func, cst.Attribute):
-        return call.func.attr.value
-    return None
-
-
-def _sets_grad(node: cst.Assign | cst.Del) -> bool:
-    """`p.grad = None` / `del p.grad`."""
-    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-    return any(isinstance(t, cst.Attribute) and t.attr.value == "grad" for t in targets)
-
-
-_DEF_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
-
-
-def backward_function_names(context: FileContext) -> frozenset[str]:
-    """Names of functions whose text mentions `backward` (a cheap, generous text scan that
-    decides which calls are worth a closer look)."""
-    return context.shared(_backward_function_names)
-
-
-def _backward_function_names(context: FileContext) -> frozenset[str]:
-    source = context.source
-    found: set[str] = set()
-    matches = list(_DEF_LINE.finditer(source))
-    for index, match in enumerate(matches):
-        indent = len(match.group(1).expandtabs())
-        end = len(source)
-        for later in matches[index + 1 :]:
-            if len(later.group(1).expandtabs()) <= indent:
-                end = later.start()
-                break
-        if "backward" in source[match.end() : end]:
-            found.add(match.group(2))
-    return frozenset(found)
 
 
 def training_loops(context: FileContext) -> TrainingLoops:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchlint.diagnostic import Diagnostic
 from torchlint.registry import all_rules
-from torchlint.rule import RuleDoc
 from torchlint.source import UndecodableSource, decode
+
+if TYPE_CHECKING:
+    from torchlint.rule import RuleDoc
 
 
 @dataclass

@@ -10,11 +10,9 @@ file only, so results stay exact however a run is sharded.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,16 +22,9 @@ import libcst as cst
 from torchlint import __version__
 from torchlint.context import FileContext
 from torchlint.names import dotted_name, top_level_imports
-from torchlint.notebook import NOTEBOOK_SUFFIX, NotebookError, read_notebook
+from torchlint.semantic.resolve import resolve_module
 from torchlint.semantic.summary import FileSummary, summarize_source
 
-_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-# Imports that never name a project file worth reading.
-_FOREIGN = frozenset({"torch", "torchvision", "torchaudio", "numpy", "__future__", "typing"})
-# `import a.b as c` / `from .a.b import (x, y)`, one statement per match (a cheap pre-scan).
-_IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M
-)
 _MAX_SUMMARY_BYTES = 2_000_000
 #: Bumped when FileSummary gains a field, so summaries cached without it are not read.
 _SUMMARY_FORMAT = b"\0summary-2\0"
@@ -45,64 +36,6 @@ class ProjectSymbol:
 
     path: Path
     name: str
-
-
-def project_root(path: Path) -> Path:
-    """The nearest folder above `path` holding a project marker, else the file's folder."""
-    return _root_of(path.parent)
-
-
-@functools.lru_cache(maxsize=1024)
-def _root_of(start: Path) -> Path:
-    for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
-            return folder
-    return start
-
-
-def resolve_module(importer: Path, module: str, level: int) -> Path | None:
-    """The project file `import module` (with `level` leading dots) names from `importer`."""
-    parts = [p for p in module.split(".") if p]
-    if level == 0 and (not parts or parts[0] in _FOREIGN):
-        return None
-    if level > 0:
-        base = importer.parent
-        for _ in range(level - 1):
-            base = base.parent
-        folders = [base]
-    else:
-        root = project_root(importer)
-        folders = [importer.parent]
-        if root != importer.parent and root in importer.parents:
-            folders.extend(p for p in importer.parent.parents if p == root or root in p.parents)
-    for folder in folders:
-        target = folder.joinpath(*parts) if parts else folder
-        for candidate in (target.with_suffix(".py"), target / "__init__.py"):
-            if parts and candidate.is_file():
-                return candidate
-        if not parts and (target / "__init__.py").is_file():
-            return target / "__init__.py"
-    return None
-
-
-def imported_files(path: Path, source: str) -> list[Path]:
-    """The project files `source` imports (a text scan; for cache keys, not for resolution)."""
-    found: list[Path] = []
-    for match in _IMPORT_LINE.finditer(source):
-        dots, from_module, plain = match.groups()
-        module = plain if plain is not None else from_module
-        resolved = resolve_module(path, module or "", len(dots or ""))
-        if resolved is not None and resolved not in found and resolved != path:
-            found.append(resolved)
-        # `from pkg import models` may name the module pkg/models.py.
-        if plain is None and resolved is not None and resolved.name == "__init__.py":
-            line_end = source.find("\n", match.end())
-            tail = source[match.end() : line_end if line_end >= 0 else None]
-            for name in re.findall(r"\w+", tail.split("#", 1)[0]):
-                inner = resolved.parent / f"{name}.py"
-                if inner.is_file() and inner not in found:
-                    found.append(inner)
-    return found
 
 
 class ProjectIndex:
@@ -250,28 +183,3 @@ def _project_imports(context: FileContext) -> ProjectImports | None:
     if context.project_index is None:
         return None
     return ProjectImports(Path(context.path), context.module, context.project_index)
-
-
-def dependency_digest(path: Path, data: bytes) -> str:
-    """A digest of the project files `data` imports: part of its results-cache key."""
-    digest = hashlib.sha256()
-    text = data.decode("utf-8", errors="replace")
-    if path.suffix == NOTEBOOK_SUFFIX:
-        try:
-            text = read_notebook(text).source  # the cells' code, not the JSON around it
-        except NotebookError:
-            return digest.hexdigest()
-    for imported in imported_files(path, text):
-        with contextlib.suppress(OSError):
-            stat = imported.stat()
-            digest.update(_file_digest(imported, stat.st_mtime_ns, stat.st_size))
-    return digest.hexdigest()
-
-
-@functools.lru_cache(maxsize=4096)
-def _file_digest(path: Path, mtime_ns: int, size: int) -> bytes:
-    """One imported file's digest; many files of a run import the same few."""
-    try:
-        return hashlib.sha256(str(path).encode() + b"\0" + path.read_bytes()).digest()
-    except OSError:
-        return b""

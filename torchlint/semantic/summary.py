@@ -89,7 +89,7 @@ def summarize(context: FileContext) -> FileSummary:
     """Compute the summary of a parsed file (imported files are not looked into)."""
     # The output facts are the activation analysis' answers about top-level definitions.
     from torchlint.analysis.activations import activation_flow
-    from torchlint.analysis.model_mode import mode_layer_classes
+    from torchlint.semantic.modes import mode_layer_classes
 
     flow = activation_flow(context)
     summary = FileSummary()

@@ -32,11 +32,12 @@ from pygls.workspace import TextDocument, Workspace
 
 from torchlint import __version__
 from torchlint.diagnostic import Diagnostic
-from torchlint.engine import INTERNAL_ERROR, file_error, lint_source
+from torchlint.engine import INTERNAL_ERROR, active_rules, file_error, lint_source
 from torchlint.noqa import apply_suppressions
 from torchlint.notebook import Notebook, notebook_from_cells, to_cell_diagnostic
 from torchlint.server.convert import Text, to_lsp
 from torchlint.server.protocol import TorchlintProtocol
+from torchlint.server.reparse import ParsedText, reparse
 from torchlint.server.settings import (
     CONFIG_FILE_NAMES,
     DocumentSettings,
@@ -72,6 +73,8 @@ class Linted:
     display: str
     settings: DocumentSettings
     diagnostics: list[Diagnostic]
+    #: The text's tree, kept to re-parse the next version by its edit (`reparse`).
+    parsed: ParsedText | None = None
 
     def lint(self, source: str) -> list[Diagnostic]:
         """Lint another text of this document as this lint did (fix-all's passes)."""
@@ -135,22 +138,40 @@ class DocumentState:
     #: Per-layer tables of the models checked for `shape_source` (inlay hints, hover).
     shape_tables: list[dict[str, Any]] = field(default_factory=list)
     logged: set[str] = field(default_factory=set)
+    #: The last text of this document that parsed, with its tree: the next lint re-parses
+    #: only the statements an edit touched.
+    parsed: ParsedText | None = None
     #: A notebook's cells as last published: URI -> (version, diagnostics). Unchanged cells
     #: are not sent again; cells no longer linted are cleared.
     published: dict[str, tuple[int | None, list[types.Diagnostic]]] = field(default_factory=dict)
 
 
-def lint_document(path: Path | None, display: str, source: str, root: Path | None, encoding: str):
-    """Lint a buffer (runs in the lint thread)."""
+def lint_document(
+    path: Path | None,
+    display: str,
+    source: str,
+    root: Path | None,
+    encoding: str,
+    previous: ParsedText | None = None,
+) -> Linted:
+    """Lint a buffer (runs in the lint thread); `previous`, an earlier text's parse, spares
+    re-parsing the statements the edits since then left alone."""
     settings = settings_for(path, root)
     text = Text(source, encoding)
     if settings.excluded:
-        diagnostics = []
-    else:
-        diagnostics = _over_size_limit(source, display, settings) or lint_source(
-            source, display, settings.enabled
-        )
-    return Linted(text, display, settings, diagnostics)
+        return Linted(text, display, settings, [])
+    too_large = _over_size_limit(source, display, settings)
+    if too_large or not active_rules(source, settings.enabled):
+        diagnostics = too_large or lint_source(source, display, settings.enabled)
+        return Linted(text, display, settings, diagnostics)
+    parsed = reparse(previous, source)
+    if not isinstance(parsed, ParsedText):  # why it does not parse
+        diagnostics = lint_source(source, display, settings.enabled, parsed=parsed)
+        return Linted(text, display, settings, diagnostics)
+    diagnostics = lint_source(
+        source, display, settings.enabled, parsed=parsed.module, locator=parsed.locate
+    )
+    return Linted(text, display, settings, diagnostics, parsed)
 
 
 def _over_size_limit(source: str, display: str, settings: DocumentSettings) -> list[Diagnostic]:
@@ -334,10 +355,21 @@ class TorchlintServer(LanguageServer):
         display = str(path) if path is not None else uri
         sequence = next(self._sequence)
         loop = asyncio.get_running_loop()
+        state = self.states.get(uri)
+        previous = state.parsed if state is not None else None
         linted = await loop.run_in_executor(
-            self.linter, lint_document, path, display, doc.source, self.root(), self.encoding
+            self.linter,
+            lint_document,
+            path,
+            display,
+            doc.source,
+            self.root(),
+            self.encoding,
+            previous,
         )
         state = self.states.get(uri)
+        if state is not None and linted.parsed is not None:
+            state.parsed = linted.parsed  # a parse of some version: a base for the next edit
         if state is None or self.document(uri) is None or sequence < state.sequence:
             return linted  # closed meanwhile, or a newer lint already reported
         state.linted, state.sequence = linted, sequence

@@ -11,9 +11,13 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
+
+if TYPE_CHECKING:
+    from torchlint.shapes.client import WorkerProcess
+    from torchlint.shapes.discover import FileInfo
 
 __all__ = ["NO_SHAPES_ENV", "check_files", "refused_by_environment", "torch_available"]
 
@@ -21,8 +25,6 @@ _SKIPPED = "TL690"
 #: Set to 1 (or true/yes) to turn shape checks off whatever a repository configures.
 NO_SHAPES_ENV = "TORCHLINT_NO_SHAPES"
 _DEFAULT_TIMEOUT = 20.0
-#: Warming the worker up (a built-in model checked before forking) pays from this many files.
-_WARM_AFTER = 2
 
 
 def refused_by_environment() -> bool:
@@ -63,11 +65,42 @@ def check_files(
             timeout = float(os.environ.get("TORCHLINT_SHAPES_TIMEOUT") or _DEFAULT_TIMEOUT)
         except ValueError:
             timeout = _DEFAULT_TIMEOUT
-    from torchlint.shapes import discover, evidence
+    from torchlint.shapes import discover
 
     infos = discover.scan(files)
     if not infos:
         return {}
+    worker: WorkerProcess | None = None
+    if not torch_available():
+        return _check_models(infos, files, declared, timeout, tables, only, stats, None, False)
+    from torchlint.shapes.client import start_worker
+    from torchlint.shapes.settle import may_settle
+
+    if tables is not None or not all(may_settle(info) for info in infos):
+        # A model will be checked: the worker imports torch while evidence is collected.
+        worker = start_worker()
+    try:
+        return _check_models(infos, files, declared, timeout, tables, only, stats, worker)
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def _check_models(
+    infos: list[FileInfo],
+    files: list[tuple[str, str]],
+    declared: dict[str, dict] | None,
+    timeout: float,
+    tables: dict[str, list[dict[str, Any]]] | None,
+    only: Collection[tuple[str, str]] | None,
+    stats: dict[str, list[dict[str, Any]]] | None,
+    worker: WorkerProcess | None,
+    torch: bool = True,
+) -> dict[str, list[Diagnostic]]:
+    """`check_files` once the files that define models are known (`worker`: started early,
+    or None)."""
+    from torchlint.shapes import evidence
+
     facts = evidence.collect(infos, files, declared)
     if only is not None:
         # After collecting evidence: a class of the same name elsewhere keeps its own.
@@ -95,7 +128,7 @@ def check_files(
                 **({"table": True} if tables is not None else {}),
             }
         )
-    if not torch_available():
+    if not torch:
         return {
             info.path: [
                 _diagnostic(
@@ -115,16 +148,21 @@ def check_files(
         "roots": roots,
         "timeout": timeout,
     }
-    if len(jobs) <= _WARM_AFTER:
-        request["warm"] = False  # a file or two: warming up first only adds its own time
-    results, worker = run_worker(request, timeout)
+    from torchlint.shapes.loader import environment_paths
+    from torchlint.shapes.settle import settled
+
+    known = None if tables is not None else settled(infos, facts, environment_paths())
+    if known is not None:  # no model can be checked: the worker would only say why
+        results, worker_facts = known, {}
+    else:
+        results, worker_facts = run_worker(request, timeout, worker)
     _settle_pending(results)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()
     for info in infos:
         result = results.get(info.abspath)
         if result is None:
-            reason = worker.get("error", "the shape worker gave no answer")
+            reason = worker_facts.get("error", "the shape worker gave no answer")
             found = [{"code": _SKIPPED, "path": info.abspath, "line": 1, "col": 1, "error": reason}]
         elif "error" in result:
             found = [
@@ -153,9 +191,26 @@ def check_files(
                 continue
             seen.add(key)
             out.setdefault(diagnostic.path, []).append(diagnostic)
+    if stats is not None:
+        _record_covered(results, infos, stats)
     for diagnostics in out.values():
         diagnostics.sort(key=Diagnostic.sort_key)
     return out
+
+
+def _record_covered(
+    results: dict[str, dict[str, Any]], infos: list[Any], stats: dict[str, list[dict[str, Any]]]
+) -> None:
+    """For benchmarks: a class checked only inside another model gets a `covered` record."""
+    covered: set[str] = set()
+    for result in results.values():
+        covered.update(result.get("covered", ()))
+    for info in infos:
+        records = stats.setdefault(info.path, [])
+        alone = {r.get("model") for r in records if r.get("result") in ("ok", "finding")}
+        for name in info.classes:
+            if name not in alone and f"{info.abspath}::{name}" in covered:
+                records.append({"model": name, "path": "covered", "result": "covered"})
 
 
 def _settle_pending(results: dict[str, dict[str, Any]]) -> None:

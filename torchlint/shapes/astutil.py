@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections import deque
+from collections.abc import Iterator
 
 
 def parse(source: str, path: str = "<unknown>") -> ast.Module | None:
@@ -32,10 +34,26 @@ def dotted(node: ast.AST | None) -> str | None:
     return None
 
 
+def walk_statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk` restricted to statements (and the handlers and cases that hold them), in the
+    same order: a statement never lies inside an expression, so the rest need no visit."""
+    queue: deque[ast.AST] = deque([tree])
+    while queue:
+        node = queue.popleft()
+        yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                queue.extend(child for child in value if isinstance(child, _HOLDERS))
+
+
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def import_aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> dotted origin for the module's top-level imports (`nn` -> `torch.nn`)."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walk_statements(tree):
         if isinstance(node, ast.Import):
             for name in node.names:
                 if name.asname:

@@ -21,6 +21,7 @@ from torch import nn
 
 from torchlint.shapes import script_values
 from torchlint.shapes.loader import is_stub
+from torchlint.shapes.settle import CONFIG_NAMES as _CONFIG_NAMES
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,6 @@ def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
 
 
 #: Unannotated parameter names that take a configuration object (`GPT(config)`).
-_CONFIG_NAMES = frozenset({"config", "cfg", "conf", "configuration", "model_config", "hparams"})
 #: Configuration fields that count layers: built with at most this many (shapes repeat).
 _DEPTH_FIELDS = ("n_layer", "n_layers", "num_layers", "num_hidden_layers", "depth", "num_blocks")
 _MAX_DEPTH = 2
@@ -206,10 +206,21 @@ def _module_config_class(cls: type) -> type | None:
 
 def _shallow(config: Any) -> Any:
     """The configuration with at most a couple of layers: shapes repeat from layer to layer,
-    and a 48-layer default only costs time."""
+    and a 48-layer default only costs time.
+
+    A count that per-stage lists follow (ConvNeXt's `num_stages` with its `hidden_sizes`,
+    which HF configurations also answer as `num_hidden_layers`) is left as it is: stages
+    differ in their sizes.
+    """
+    try:
+        lengths = {len(v) for v in vars(config).values() if isinstance(v, (list, tuple))}
+    except TypeError:
+        lengths = set()
     for field_name in _DEPTH_FIELDS:
         value = getattr(config, field_name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_DEPTH:
+            if value in lengths:
+                continue
             try:
                 setattr(config, field_name, _MAX_DEPTH)
             except Exception:

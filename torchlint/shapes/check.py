@@ -10,12 +10,13 @@ for some sizes (TL606), and the analysis goes on with that size.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
@@ -30,8 +31,9 @@ from torchlint.shapes.build import (
 )
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
+from torchlint.shapes.deferred import sympy
 from torchlint.shapes.guess import describe, guesses
-from torchlint.shapes.infer import infer_from_graph, infer_from_source
+from torchlint.shapes.infer import infer_from_graph, infer_from_name, infer_from_source
 from torchlint.shapes.inputs import (
     Dim,
     InputPlan,
@@ -52,6 +54,7 @@ from torchlint.shapes.propagate import (
     analyze_hooks,
     run_direct,
 )
+from torchlint.shapes.settle import needs_arguments_text
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
@@ -101,6 +104,10 @@ class FileChecker:
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
         self.covered: set[type] = set()
+        #: Deferred blocks checked on their own with a default configuration.
+        self.configured: set[type] = set()
+        #: The configuration object the model being checked was built with, if any.
+        self._config: Any = None
         #: Classes not checked on their own, unless a model of another file builds them.
         self.pending: list[dict[str, Any]] = []
         self._sessions: dict[int, Session] = {}
@@ -145,7 +152,8 @@ class FileChecker:
             except NeedsArguments as exc:
                 built = self._from_builders(module, cls, spec.get("builders", []))
                 if isinstance(built, str):
-                    deferred.append((name, line, _needs_text(str(exc), spec, built)))
+                    reason = needs_arguments_text(str(exc), spec.get("instantiated", False), built)
+                    deferred.append((name, line, reason))
                     continue
                 model, how = built
                 self.check_model(model, name, (path, line), spec, declared)
@@ -157,7 +165,9 @@ class FileChecker:
                 call = _call_text(name, args, kwargs)
                 self._skip(path, line, name, f"could not build {call}: {_brief(exc)}")
                 continue
+            self._config = _config_in(kwargs)
             self.check_model(model, name, (path, line), spec, declared)
+            self._config = None
         for name in job.get("module_level", []):
             value = getattr(module, name, None)
             if inspect.isfunction(value):  # a factory: `def net(): return nn.Sequential(...)`
@@ -172,8 +182,15 @@ class FileChecker:
                 line = site.line if site is not None else 1
                 spec = job.get("module_level_spec") or {"evidence": []}
                 self.check_model(value, name, (path, line), spec, {}, prefix=name)
+        # A block built from a configuration object (`Block(config)`) gets the parent's
+        # kind of configuration: one the parent did not check is checked with the default
+        # configuration, the largest first (it covers the blocks it builds).
+        for name, line, _ in sorted(deferred, key=lambda item: -item[1]):
+            self._check_configured(module, name, (path, line), job["classes"][name])
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
+            if cls in self.configured:
+                continue
             users = job["classes"][name].get("users", [])
             if cls not in self.covered and users:
                 # A block (`Bottleneck`) checked inside a model its module builds (`resnet50`).
@@ -196,6 +213,34 @@ class FileChecker:
                 # Another file's model may build it: the caller decides (see `pending`).
                 self.pending.append({"name": name, "line": line, "reason": reason})
         return self.findings
+
+    def _check_configured(
+        self, module: Any, name: str, where: tuple[str, int], spec: dict[str, Any]
+    ) -> None:
+        """Check a deferred class on its own when its constructor takes a configuration
+        object that can be built with its defaults (and nothing else it lacks)."""
+        cls = getattr(module, name, None)
+        if cls in self.covered or not _is_module_class(cls):
+            return
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return
+        if getattr(cls, "forward", None) is nn.Module.forward:
+            return
+        try:
+            args, kwargs, source = constructor_arguments(cls, None)
+        except NeedsArguments:
+            return
+        if source != "default config":
+            return
+        self.configured.add(cls)
+        try:
+            model = build(cls, args, kwargs)
+        except Exception as exc:
+            self._skip(*where, name, f"could not build {name}(config): {_brief(exc)}")
+            return
+        self._config = _config_in(kwargs)
+        self.check_model(model, name, where, spec, {})
+        self._config = None
 
     def _check_guessed(
         self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
@@ -380,6 +425,13 @@ class FileChecker:
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
+            if plan.source == "config" and not F.layer_sizes(result.failure.module):
+                # Hidden states sized by convention: only a sized layer that cannot take them
+                # is news; an op may well be fed something else by the real parent.
+                record["result"] = "skipped"
+                reason = self._failure_reason(result.failure)
+                self._skip(path, line, label, f"{reason} (for {plan.label})")
+                return
             record["result"] = "finding"
             self.findings.append(F.definite(result.code, result.failure, ctx_for(plan, result)))
             return
@@ -418,8 +470,13 @@ class FileChecker:
             plan = declared_plan(declared, count)
             return [plan] if plan else []
         per_input: list[list[InputPlan]] = []
+        names = forward_inputs(model) or []
         for index in range(count):
-            found = infer_from_graph(graph, entry, index) or infer_from_source(model, index)
+            found = (
+                infer_from_graph(graph, entry, index)
+                or infer_from_source(model, index)
+                or (index < len(names) and infer_from_name(model, names[index], self._config))
+            )
             if not found:
                 per_input = []
                 break
@@ -435,6 +492,18 @@ class FileChecker:
         return inferred
 
     def _run_plan(self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any) -> PlanResult:
+        result = self._run_plan_once(model, plan, graph_for_analysis)
+        single = _single_batch(plan) if _batch_refused(result) else None
+        if single is not None:
+            # "Cannot handle batch sizes > 1 if no padding token is defined": one sample.
+            retry = self._run_plan_once(model, single, graph_for_analysis)
+            if retry.ok or retry.code is not None:
+                return retry
+        return result
+
+    def _run_plan_once(
+        self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any
+    ) -> PlanResult:
         result = PlanResult()
         world = World(model, plan, {}, symbolic=False, session=self._session(model))
         first_error = run_direct(world)
@@ -484,7 +553,9 @@ class FileChecker:
         """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
         take other values: each one more, then every free size equal (a view by one of them)."""
         top = max(hints.values())
-        trials = [{n: hints[n] + 1 for n in fixed}, dict.fromkeys(hints, top + 1)]
+        start = {d.name: d.hint for spec in plan.specs for d in spec.dims if d.name}
+        start.update(hints)  # a freed size (`F0`) has only its plan's hint
+        trials = [{n: start[n] + 1 for n in fixed}, dict.fromkeys(hints, top + 1)]
         for trial in trials:
             world = World(
                 model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)
@@ -630,6 +701,31 @@ PROBE_SIZES = (32, 28, 224, 64)
 _SCALES = (4, 16, 64)
 
 
+_BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
+
+
+def _batch_refused(result: PlanResult) -> bool:
+    """Whether the forward stopped because it takes one sample at a time."""
+    failure = result.failure
+    return (
+        not result.ok
+        and result.code is None
+        and failure is not None
+        and bool(_BATCH_REFUSED.search(str(failure.exc)))
+    )
+
+
+def _single_batch(plan: InputPlan) -> InputPlan | None:
+    """The plan with its batch size fixed to 1, if it has a free one."""
+    if not any(d.name == "N" for spec in plan.specs for d in spec.dims):
+        return None
+    specs = [
+        TensorSpec([Dim.fixed(1) if d.name == "N" else d for d in spec.dims], spec.dtype)
+        for spec in plan.specs
+    ]
+    return InputPlan(specs, plan.source, plan.label)
+
+
 def _probed_dims(plan: InputPlan) -> list[str]:
     names = {d.name for spec in plan.specs for d in spec.dims if d.name}
     return sorted(n for n in names if n[:1] in "HWDTL")
@@ -756,6 +852,16 @@ def _failure_reason(failure: Failure, stubbed: list[str]) -> str:
     return f"the forward pass failed{where}: {_brief(failure.exc)}"
 
 
+def _config_in(kwargs: dict[str, Any]) -> Any:
+    """The configuration object among constructor arguments (`Block(config=...)`), if any."""
+    for value in kwargs.values():
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return value
+        if any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in type(value).__mro__):
+            return value
+    return None
+
+
 def _brief(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     if len(text) > 160:
@@ -775,16 +881,6 @@ def _stubbed_parts(model: nn.Module, stubbed: list[str]) -> str | None:
 
 def _is_module_class(cls: Any) -> bool:
     return inspect.isclass(cls) and issubclass(cls, nn.Module) and not is_stub(cls)
-
-
-def _needs_text(missing: str, spec: dict[str, Any], builders: str) -> str:
-    """Why a class that needs constructor arguments was not built, and what to do."""
-    text = f"needs arguments: {missing}"
-    if builders:
-        text += f"; {builders}"
-    if spec.get("instantiated"):
-        text += "; its call sites pass values that are not literals"
-    return text + " (give them in [tool.torchlint.shapes], or call it with literals)"
 
 
 def _call_text(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:

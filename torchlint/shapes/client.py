@@ -25,54 +25,96 @@ _START_ALLOWANCE = 60.0
 _GRACE = 10.0
 
 
-def run_worker(request: dict[str, Any], timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Results per job abspath, and worker facts (`ready` seconds, `error` if it died)."""
+class WorkerProcess:
+    """A started worker, importing torch while its request is being prepared.
+
+    `start_worker` begins the start-up as soon as a run knows it will check a model, so
+    that it overlaps with the run's own work; `run_worker` sends it the request. A worker
+    that is never used is stopped by `close`.
+    """
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        package_parent = os.path.dirname(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        )
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+        env.setdefault("OMP_NUM_THREADS", "1")
+        # The only folder the worker may write to (the sandbox refuses writes elsewhere).
+        self.private = tempfile.mkdtemp(prefix="torchlint-shapes-")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "torchlint.shapes.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=self.private,
+            start_new_session=os.name == "posix",
+        )
+        self._closed = False
+
+    def close(self) -> None:
+        """Stop it and everything it started (once: its group id may be reused after)."""
+        if self._closed:
+            return
+        self._closed = True
+        _kill_group(self.process)
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+def start_worker() -> WorkerProcess:
+    """Start a worker now; give it to `run_worker` later (or `close` it)."""
+    return WorkerProcess()
+
+
+def run_worker(
+    request: dict[str, Any], timeout: float, started: WorkerProcess | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Results per job abspath, and worker facts (`ready` seconds, `error` if it died).
+
+    `started` (from `start_worker`) serves the first attempt; a restart starts a new one.
+    """
     results: dict[str, Any] = {}
     facts: dict[str, Any] = {}
     jobs = list(request["jobs"])
-    for _ in range(len(jobs) + 1):
-        pending = [job for job in jobs if job["abspath"] not in results]
-        if not pending:
-            break
-        culprit, error = _run_once({**request, "jobs": pending}, timeout, results, facts)
-        if error is None:
-            break
-        if culprit is None:  # it died before any user code ran: nothing to gain from retrying
-            facts["error"] = error
-            break
-        results[culprit] = {"event": "file", "abspath": culprit, "error": error}
-        facts["restarts"] = facts.get("restarts", 0) + 1
+    try:
+        for _ in range(len(jobs) + 1):
+            pending = [job for job in jobs if job["abspath"] not in results]
+            if not pending:
+                break
+            worker, started = started or WorkerProcess(), None
+            attempt = {**request, "jobs": pending}
+            culprit, error = _run_once(worker, attempt, timeout, results, facts)
+            if error is None:
+                break
+            if culprit is None:  # it died before any user code ran: nothing to gain from retrying
+                facts["error"] = error
+                break
+            results[culprit] = {"event": "file", "abspath": culprit, "error": error}
+            facts["restarts"] = facts.get("restarts", 0) + 1
+    finally:
+        if started is not None:
+            started.close()
     return results, facts
 
 
 def _run_once(
-    request: dict[str, Any], timeout: float, results: dict[str, Any], facts: dict[str, Any]
+    worker: WorkerProcess,
+    request: dict[str, Any],
+    timeout: float,
+    results: dict[str, Any],
+    facts: dict[str, Any],
 ) -> tuple[str | None, str | None]:
     """Run one worker over the request's jobs, adding to `results`.
 
     Returns (None, None) when it answered every job; otherwise the file it was busy with
     when it died or ran late (None before it started on one), and the reason.
     """
-    env = dict(os.environ)
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    # The only folder the worker may write to (the sandbox refuses writes elsewhere).
-    private = tempfile.mkdtemp(prefix="torchlint-shapes-")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "torchlint.shapes.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=private,
-        start_new_session=os.name == "posix",
-    )
     try:
-        return _collect(process, {**request, "private": private}, timeout, results, facts)
+        request = {**request, "private": worker.private}
+        return _collect(worker.process, request, timeout, results, facts)
     finally:
-        _kill_group(process)
-        shutil.rmtree(private, ignore_errors=True)
+        worker.close()
 
 
 def _collect(
@@ -138,12 +180,18 @@ def _collect(
             kind = event.get("event")
             if kind == "ready":
                 facts.setdefault("ready", event.get("seconds"))
+                facts.setdefault("phases", event.get("phases"))
             elif kind in ("load", "start"):
                 busy = event.get("abspath")
             elif kind == "file":
                 results[event["abspath"]] = event
                 busy = None
-            deadline = time.monotonic() + timeout + _GRACE
+            if kind == "warm_up":  # torch's fake tensors loading, as at the start
+                facts["warmed_up"] = True
+                busy = None
+                deadline = time.monotonic() + _START_ALLOWANCE
+            else:
+                deadline = time.monotonic() + timeout + _GRACE
     return None, None
 
 

@@ -11,18 +11,25 @@ torch outside the range is still tried; what fails then says the release is outs
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
 import inspect
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sympy
 import torch
 from torch import nn
+
+from torchlint.shapes.deferred import sympy
+
+if TYPE_CHECKING:
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 #: The oldest and newest torch releases (major, minor) the engine is tested with.
 OLDEST = (2, 13)
@@ -54,13 +61,35 @@ def explain(text: str) -> str:
     return f"{text} ({note})" if note else text
 
 
+def _unusable(exc: ImportError) -> ImportError:
+    """A release that moved them: say so in the worker's last words."""
+    return ImportError(explain(f"the shape engine cannot use this torch: {exc}"))
+
+
 try:
     from torch._guards import GuardSource, Source
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
-    from torch.utils._sympy import functions as _size_functions
-except ImportError as exc:  # a release that moved them: say so in the worker's last words
-    raise ImportError(explain(f"the shape engine cannot use this torch: {exc}")) from exc
+except ImportError as exc:
+    raise _unusable(exc) from exc
+
+
+@functools.cache
+def _symbolic() -> tuple[Any, Any]:
+    """torch's symbolic shapes and sympy size functions, imported on first use: they import
+    sympy, which checks that stop before fake tensors never need."""
+    try:
+        from torch.fx.experimental import symbolic_shapes
+        from torch.utils._sympy import functions
+    except ImportError as exc:
+        raise _unusable(exc) from exc
+    return symbolic_shapes, functions
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ShapeEnv", "DimDynamic"):
+        return getattr(_symbolic()[0], name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CONTAINER_FILE",
@@ -72,6 +101,7 @@ __all__ = [
     "DimSource",
     "FakeTensorMode",
     "ShapeEnv",
+    "before_internals",
     "check",
     "computed_expr",
     "current_expr",
@@ -79,6 +109,7 @@ __all__ = [
     "fake_mode",
     "guard_count",
     "guard_exprs",
+    "internals_loaded",
     "layers",
     "load_internals",
     "outside_range",
@@ -93,23 +124,36 @@ __all__ = [
 # -- sympy size functions -----------------------------------------------------------------------
 
 
-class _Absent(sympy.Function):
-    """Stands for a size function this torch does not have: no expression is one."""
+@functools.cache
+def _size_namespace() -> SimpleNamespace:
+    functions = _symbolic()[1]
+
+    class _Absent(sympy.Function):
+        """Stands for a size function this torch does not have: no expression is one."""
+
+    return SimpleNamespace(
+        FloorDiv=functions.FloorDiv,
+        CleanDiv=functions.CleanDiv,
+        CeilDiv=functions.CeilDiv,
+        Mod=functions.Mod,
+        PythonMod=getattr(functions, "PythonMod", _Absent),
+        ModularIndexing=functions.ModularIndexing,
+        Max=getattr(functions, "Max", sympy.Max),
+        Min=getattr(functions, "Min", sympy.Min),
+        Identity=getattr(functions, "Identity", _Absent),
+    )
 
 
-#: torch's sympy functions for sizes (`FloorDiv`, `Mod`, ...). Before 2.5, `Max`, `Min` are
-#: sympy's own and there is no `Identity`; before 2.4, no `PythonMod`.
-size_functions = SimpleNamespace(
-    FloorDiv=_size_functions.FloorDiv,
-    CleanDiv=_size_functions.CleanDiv,
-    CeilDiv=_size_functions.CeilDiv,
-    Mod=_size_functions.Mod,
-    PythonMod=getattr(_size_functions, "PythonMod", _Absent),
-    ModularIndexing=_size_functions.ModularIndexing,
-    Max=getattr(_size_functions, "Max", sympy.Max),
-    Min=getattr(_size_functions, "Min", sympy.Min),
-    Identity=getattr(_size_functions, "Identity", _Absent),
-)
+class _SizeFunctions:
+    """torch's sympy functions for sizes (`FloorDiv`, `Mod`, ...), looked up on first use.
+    Before 2.5, `Max`, `Min` are sympy's own and there is no `Identity`; before 2.4, no
+    `PythonMod`."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_size_namespace(), name)
+
+
+size_functions = _SizeFunctions()
 
 
 # -- symbolic sizes and fake tensors -------------------------------------------------------------
@@ -151,13 +195,25 @@ else:
             return GuardSource.CONSTANT
 
 
+#: Called when fake tensors are about to be made while their lazily imported internals are
+#: not loaded yet: the worker's children use it to have the worker load them once for all.
+before_internals: Callable[[], None] | None = None
+
+
+def _first_use() -> None:
+    if before_internals is not None and not internals_loaded():
+        before_internals()
+
+
 def shape_env() -> ShapeEnv:
     """A ShapeEnv that gives each input size its own symbol, even when two are equal."""
-    return ShapeEnv(duck_shape=False)
+    _first_use()
+    return _symbolic()[0].ShapeEnv(duck_shape=False)
 
 
 def fake_mode(env: ShapeEnv | None) -> FakeTensorMode:
     """A fake-tensor mode (symbolic with `env`) that also accepts the model's real tensors."""
+    _first_use()
     return FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
 
 
@@ -170,7 +226,8 @@ def symbolic_size(env: ShapeEnv, hint: int, label: str) -> tuple[sympy.Symbol, t
     """A new size symbol named `label` in `env` (with `hint` as its example value), and the
     SymInt that carries it into tensors."""
     source = DimSource(label)
-    symbol = env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
+    dynamic = _symbolic()[0].DimDynamic.DYNAMIC
+    symbol = env.create_symbol(hint, source, dynamic_dim=dynamic)
     return symbol, env.create_symintnode(symbol, hint=hint, source=source)
 
 
@@ -199,22 +256,22 @@ def current_expr(value: Any) -> Any:
     return _tidy(node.expr) if node is not None else value
 
 
-def _floor_div_pulls_out_multiples() -> bool:
+@functools.cache
+def _needs_tidying() -> bool:
+    """From 2.5 on, `FloorDiv(x - 2, 2) + 1` is `FloorDiv(x, 2)` as soon as it is built; on 2.4
+    it stays as written, and a pooled size reads `((H - 2)//2 + 1)` instead of `H//2`."""
     x = sympy.Symbol("x", integer=True, positive=True)
-    floor_div = _size_functions.FloorDiv
-    return bool(floor_div(x - 2, 2) + 1 == floor_div(x, 2))
-
-
-# From 2.5 on, `FloorDiv(x - 2, 2) + 1` is `FloorDiv(x, 2)` as soon as it is built; on 2.4 it
-# stays as written, and a pooled size reads `((H - 2)//2 + 1)` instead of `H//2`.
-_TIDY = not _floor_div_pulls_out_multiples()
+    floor_div = size_functions.FloorDiv
+    return not bool(floor_div(x - 2, 2) + 1 == floor_div(x, 2))
 
 
 def _tidy(expr: Any) -> Any:
     """A size expression as recent releases build it (only older ones need anything done)."""
-    if not _TIDY or not isinstance(expr, sympy.Basic) or not expr.has(_size_functions.FloorDiv):
+    if not isinstance(expr, sympy.Basic) or not _needs_tidying():
         return expr
-    floor_div = _size_functions.FloorDiv
+    floor_div = size_functions.FloorDiv
+    if not expr.has(floor_div):
+        return expr
 
     def pull(numerator: Any, divisor: Any) -> Any:
         """`(x + 4*y - 4)//4` -> `x//4 + y - 1`: terms that are multiples of the divisor."""
@@ -304,12 +361,21 @@ _adapt_torch()
 def load_internals() -> None:
     """Import what fake tensors import lazily on first use (torch._dynamo, ...).
 
-    The worker calls this while torch is as installed: before it replaces functions such as
-    `torch.cuda.is_available` and before user modules become importable, either of which
-    would otherwise be in place when those internals first load.
+    The worker calls this with the user's modules out of the import system's reach, so that
+    a user file named like a module these internals import is not taken for it. Functions it
+    replaced (`torch.cuda.is_available`) are `stand_in`s, which torch._dynamo accepts.
     """
     with fake_mode(shape_env()):
         torch.empty(2, 3).sum()
+    # torch modules that open a library with ctypes when imported (the sandbox refuses that
+    # later): transformers imports this one on its way to a model.
+    with contextlib.suppress(Exception):
+        importlib.import_module("torch.distributed.elastic.multiprocessing.redirects")
+
+
+def internals_loaded() -> bool:
+    """Whether what fake tensors import lazily (torch._dynamo first of all) is loaded."""
+    return "torch._dynamo" in sys.modules
 
 
 def stand_in(original: Any, replacement: Callable[..., Any]) -> Callable[..., Any]:

@@ -28,6 +28,7 @@ from torchlint.shapes.astutil import (
     literal,
     parse,
     qualify,
+    walk_statements,
 )
 from torchlint.shapes.discover import FileInfo
 
@@ -124,7 +125,7 @@ def collect(
         tree = info.tree if info is not None else parse(source, path)
         if tree is None:
             continue
-        _scan_file(path, abspath, tree, owners, by_path, result)
+        _scan_file(path, abspath, tree, owners, by_path, result, source)
     for info in infos:
         lines = info.source.splitlines()
         for name, cls in info.classes.items():
@@ -156,6 +157,7 @@ def _scan_file(
     owners: dict[str, list[FileInfo]],
     by_path: dict[str, FileInfo],
     result: dict[tuple[str, str], dict[str, Any]],
+    source: str,
 ) -> None:
     aliases = import_aliases(tree)
     bound = module_bindings(tree)
@@ -235,7 +237,7 @@ def _scan_file(
             id(inner.func)
             for inner in ast.walk(node)
             if isinstance(inner, ast.Call) and not inner.args and not inner.keywords
-        }
+        } | _only_named(node)
         for inner in ast.walk(node):
             if not isinstance(inner, ast.Name) or id(inner) in bare_calls:
                 continue
@@ -243,13 +245,38 @@ def _scan_file(
                 used = _resolve(inner.id, abspath, owners)
                 if used is not None:
                     result[(used.abspath, inner.id)]["sub_block"] = True
-    image = _image_evidence(tree, aliases, path)
+    # A data set is named in the text wherever it is used (`datasets.MNIST`, an import).
+    named = used_here and any(name in source for name in DATASETS)
+    image = _image_evidence(tree, aliases, path) if named else None
     if image is not None:
         for key in used_here:
             # A model built in this file is used with the data: its channels count even
             # when they contradict the model's first layer. The other classes defined here
             # only take the size, when their channels agree.
             result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def _only_named(node: ast.ClassDef) -> set[int]:
+    """Names in a class that neither build another class nor hand it on: the types of an
+    `isinstance` test (`_init_weights`) and annotations."""
+    found: set[int] = set()
+    for inner in ast.walk(node):
+        typed: list[ast.AST] = []
+        if (
+            isinstance(inner, ast.Call)
+            and isinstance(inner.func, ast.Name)
+            and inner.func.id in ("isinstance", "issubclass")
+            and len(inner.args) == 2
+        ):
+            typed.append(inner.args[1])
+        elif isinstance(inner, ast.arg) and inner.annotation is not None:
+            typed.append(inner.annotation)
+        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.returns:
+            typed.append(inner.returns)
+        elif isinstance(inner, ast.AnnAssign):
+            typed.append(inner.annotation)
+        found.update(id(n) for t in typed for n in ast.walk(t) if isinstance(n, ast.Name))
+    return found
 
 
 def builder_functions(
@@ -307,6 +334,18 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """
     made: dict[str, set[str]] = {}
     returns: list[ast.expr | None] = []
+    #: `model_cls = EfficientNet` (a class chosen, then handed to a helper).
+    aliases: dict[str, set[str]] = {}
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+            target, value = inner.targets[0], inner.value
+            if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+                aliases.setdefault(target.id, set()).add(value.id)
+
+    def handed(args: list[ast.expr]) -> set[str]:
+        found = {a.id for a in args if isinstance(a, ast.Name)}
+        return found.union(*(aliases.get(name, set()) for name in found))
+
     for inner in ast.walk(node):
         if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
             target, value = inner.targets[0], inner.value
@@ -316,7 +355,7 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
                 and isinstance(value.func, ast.Name)
             ):
                 made.setdefault(target.id, set()).add(value.func.id)
-                made[target.id].update(a.id for a in value.args if isinstance(a, ast.Name))
+                made[target.id].update(handed(value.args))
         elif isinstance(inner, ast.Return):
             returns.append(inner.value)
     names: set[str] = set()
@@ -325,7 +364,7 @@ def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             names.add(value.func.id)
             # `build_model_with_cfg(ResNet, variant, pretrained, **kwargs)`: a library helper
             # handed the class builds it.
-            names.update(a.id for a in value.args if isinstance(a, ast.Name))
+            names.update(handed(value.args))
         elif isinstance(value, ast.Name) and value.id in made:
             names |= made[value.id]
         else:
@@ -343,7 +382,7 @@ def _needs_no_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
     yield tree
-    for node in ast.walk(tree):
+    for node in walk_statements(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node
 

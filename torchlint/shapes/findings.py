@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy
 import torch
 from torch import nn
 
 from torchlint.shapes.build import Site, site_chain, site_of
+from torchlint.shapes.deferred import sympy
 from torchlint.shapes.inputs import InputPlan
 from torchlint.shapes.messages import (
     argument_node,

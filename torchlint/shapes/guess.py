@@ -41,6 +41,11 @@ def guesses(cls: type) -> list[dict[str, Any]] | None:
         parameters = list(inspect.signature(cls).parameters.values())
     except (TypeError, ValueError):
         return None
+    return guesses_for(parameters)
+
+
+def guesses_for(parameters: list[inspect.Parameter]) -> list[dict[str, Any]] | None:
+    """`guesses` for a constructor with these parameters (read from the class or its source)."""
     required = [
         p
         for p in parameters

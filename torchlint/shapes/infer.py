@@ -535,3 +535,35 @@ def _self_attribute(func: ast.AST) -> str | None:
     if isinstance(func, ast.Name) and func.id == "self" and parts:
         return ".".join(reversed(parts))
     return None
+
+
+# -- inference from the input's name ----------------------------------------------------------
+
+#: Forward parameters that take token ids (HF `input_ids`, GPT code's `idx`).
+_TOKEN_NAMES = frozenset({"input_ids", "token_ids", "tokens", "idx", "src_tokens"})
+#: Forward parameters that take a block's hidden states, [N, L, hidden size].
+_HIDDEN_NAMES = frozenset({"hidden_states", "hidden_state", "sequence_output"})
+_HIDDEN_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim")
+
+
+def infer_from_name(model: nn.Module, name: str, config: Any = None) -> list[InputPlan] | None:
+    """The usual input for a forward parameter named by convention, when the first layer
+    does not tell: token ids for a model with an embedding (`input_ids` -> [N, L], [N, C, L]
+    for a multiple-choice head), a block's hidden states sized by the model's
+    configuration (`hidden_states` -> [N, L, config.hidden_size])."""
+    if name in _TOKEN_NAMES:
+        if not any(isinstance(m, nn.Embedding) for m in model.modules()):
+            return None
+        dims = [Dim.free("N"), Dim.free("L")]
+        if "MultipleChoice" in type(model).__name__:
+            dims.insert(1, Dim.free("C"))
+        return [InputPlan([TensorSpec(dims, torch.long)])]
+    if name in _HIDDEN_NAMES:
+        config = config if config is not None else getattr(model, "config", None)
+        for field in _HIDDEN_FIELDS:
+            size = getattr(config, field, None)
+            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                dims = [Dim.free("N"), Dim.free("L"), Dim.fixed(size)]
+                label = f"the input [N, L, {size}] (`{name}` sized by config.{field})"
+                return [InputPlan([TensorSpec(dims, torch.float32)], "config", label)]
+    return None

@@ -50,7 +50,7 @@ class InputPlan:
     """The inputs for one analysis of a model."""
 
     specs: list[TensorSpec]
-    #: "declared", "tensor", "image" (evidence), or "inferred".
+    #: "declared", "tensor", "image", "config" (evidence), or "inferred".
     source: str = "inferred"
     #: For messages: "the declared input [1, 3, 224, 224]".
     label: str = ""
@@ -208,5 +208,8 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
     combos = []
     for choice in itertools.islice(itertools.product(*per_input), 6):
         specs = [spec for plan in choice for spec in plan.specs]
-        combos.append(InputPlan(specs))
+        if len(choice) == 1:
+            combos.append(InputPlan(specs, choice[0].source, choice[0].label))
+        else:
+            combos.append(InputPlan(specs))
     return combos

@@ -142,7 +142,7 @@ class Project(importlib.abc.MetaPathFinder):
         texts: dict[str, str],
         meta_context: Callable[[], contextlib.AbstractContextManager[Any]],
     ) -> None:
-        environment = _environment_paths()
+        environment = environment_paths()
         self.roots = [
             r
             for r in dict.fromkeys(os.path.abspath(r) for r in roots)
@@ -338,7 +338,7 @@ def _stand_in_for_targets(statement: ast.stmt, namespace: dict[str, Any]) -> Non
                     namespace[node.id] = Unavailable(node.id, statement.lineno)
 
 
-def _environment_paths() -> set[str]:
+def environment_paths() -> set[str]:
     """Where installed packages and the standard library live (never project roots)."""
     import site
     import sysconfig
@@ -358,7 +358,7 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _installed_module(module_name: str, path: str) -> bool:
-    roots = _environment_paths()
+    roots = environment_paths()
     if not any(path.startswith(root + os.sep) for root in roots):
         return False
     try:

@@ -10,9 +10,8 @@ import ast
 import functools
 from typing import Any
 
-import sympy
-
 from torchlint.shapes.compat import size_functions as tf
+from torchlint.shapes.deferred import sympy
 
 _ROLES = {"N": "batch size", "L": "length", "T": "length", "H": "height", "W": "width"}
 

@@ -22,13 +22,13 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy
 import torch
 from torch import fx, nn
 from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import compat
 from torchlint.shapes.compat import FakeTensorMode
+from torchlint.shapes.deferred import sympy
 from torchlint.shapes.infer import _PASS_MODULES, PASS_OPS
 from torchlint.shapes.inputs import InputPlan, op_name
 
@@ -490,7 +490,8 @@ class _OpTracker(TorchFunctionMode):
                 out = func(*args, **kwargs)
         except Exception as exc:
             if not hasattr(exc, "_torchlint_op"):
-                tensors = _tensors(args)
+                # Functionals pass their weights on by keyword (`F.layer_norm`'s weight=).
+                tensors = _tensors([*args, *kwargs.values()])
                 first = tensors[0] if tensors else None
                 name = op_name(func)
                 exc._torchlint_op = (  # type: ignore[attr-defined]

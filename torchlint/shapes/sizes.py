@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import sympy
-
 from torchlint.shapes import compat
 from torchlint.shapes.compat import size_functions as tf
+from torchlint.shapes.deferred import sympy
 
 #: Display order of the letters in a product (N*L, H*W).
 _ORDER = "NCDHWLT"

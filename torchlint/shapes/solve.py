@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import sympy
 import torch
 
 from torchlint.shapes.compat import size_functions as tf
+from torchlint.shapes.deferred import sympy
 
 BOUND = 4096
 _SPATIAL = ("H", "W", "D")
 #: Spatial sizes below this are not real inputs (a 1x1 image would "fix" any conv net).
 MIN_SPATIAL = 4
 
-Values = dict[sympy.Symbol, torch.Tensor]
+Values = dict["sympy.Symbol", torch.Tensor]
 Compiled = Callable[[Values], torch.Tensor]
 
 

@@ -25,13 +25,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import compat
 from torchlint.shapes.check import FileChecker, PlanResult
+from torchlint.shapes.deferred import sympy
 from torchlint.shapes.inputs import InputPlan, forward_inputs, op_name
 from torchlint.shapes.messages import char_column
 from torchlint.shapes.propagate import World, fast_unary

@@ -1,18 +1,24 @@
 """The shape-check worker: `python -m torchlint.shapes.worker` (the only place torch is imported).
 
 Protocol: one JSON request on stdin (`jobs`, `texts`, `roots`, `timeout`); one JSON line per
-event on stdout: `{"event": "ready", ...}` once warm, then `{"event": "file", ...}` per job.
+event on stdout: `{"event": "ready", ...}` once started, then `{"event": "file", ...}` per job.
 
-The worker imports torch once, warms the lazily imported machinery (fx, fake tensors,
-symbolic shapes, sympy) by checking a small built-in model, calls `gc.freeze()`, and then
-forks one child per file. Before any user code runs it installs the sandbox (`sandbox`: an
-audit hook refusing processes, network, writes and native code); each child also runs under
-OS limits and `signal.alarm`, and is killed from this side when late. A timeout, crash,
-hang or refused side effect becomes a TL690 finding for that file and the run goes on.
+The worker imports torch and the engine, installs the sandbox (`sandbox`: an audit hook
+refusing processes, network, writes and native code) before any user code runs, calls
+`gc.freeze()`, and then forks one child per file. Each child also runs under OS limits and
+`signal.alarm`, and is killed from this side when late. A timeout, crash, hang or refused
+side effect becomes a TL690 finding for that file and the run goes on.
 
-Events: `ready` once warm, then `load` before importing a job's module here (preloading)
-and `start` before forking its child, so that the client can tell which file was at
-fault if this process dies or hangs, and restart without it.
+What only some checks need is imported when first needed: fake tensors and the symbolic
+shape machinery (torch._dynamo, sympy's solvers) load in the first child that runs a model
+on fake tensors; the worker then warms itself up (`warm`: a small built-in model checked
+here) so that the children forked after it share them. A run whose models all stop before
+that point (they need constructor arguments, or no input shape is known) never pays for them.
+
+Events: `ready` once started (with `seconds` and the `phases` they went to), then `load`
+before importing a job's module here (preloading) and `start` before forking its child, so
+that the client can tell which file was at fault if this process dies or hangs, and restart
+without it.
 """
 
 from __future__ import annotations
@@ -38,11 +44,15 @@ _started = time.perf_counter()
 
 import torch  # noqa: E402 - timed from the very start
 
+_torch_imported = time.perf_counter()
+
 from torchlint.shapes import compat  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
 from torchlint.shapes.loader import Project  # noqa: E402
 from torchlint.shapes.sandbox import Blocked, die_with_parent, install, limit_child  # noqa: E402
+
+_engine_imported = time.perf_counter()
 
 MEMORY_MB = int(os.environ.get("TORCHLINT_SHAPES_MEMORY_MB", "4096"))
 _GRACE = 5.0
@@ -103,7 +113,8 @@ def _cpu_only() -> None:
 
 
 def warm() -> None:
-    """Check a small model in-process so every lazy import happens before forking."""
+    """Check a small model in this process, so that the lazy imports (fake tensors, torch._dynamo,
+    symbolic shapes) and torch's caches happen once here instead of in every child."""
     job = {
         "abspath": _WARM_PATH,
         "module": "torchlint_warm_model",
@@ -224,15 +235,30 @@ def _out_of_memory(exc: BaseException) -> bool:
     )
 
 
-def _child(job: dict[str, Any], project: Project, timeout: float, out: int) -> None:
+class _WarmUpFirst(BaseException):
+    """A child needs fake tensors that the worker has not loaded: it stops so that the
+    worker loads them (outside any file's time limit) and checks the file again."""
+
+
+def _warm_up_first() -> None:
+    raise _WarmUpFirst()
+
+
+def _child(
+    job: dict[str, Any], project: Project, timeout: float, out: int, ask_warm_up: bool
+) -> None:
     # A check allocates many short-lived objects and lives for a fraction of a second: the
     # cycle collector would only cost time (and touch the parent's shared pages).
     gc.disable()
     limit_child(timeout, _memory_limit())
+    if ask_warm_up:
+        compat.before_internals = _warm_up_first
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.alarm(max(1, math.ceil(timeout)))
     try:
         result = check_job(job, project, timeout)
+    except _WarmUpFirst:
+        result = {"warm_up": True}
     except _Timeout:
         result = {"error": f"timed out after {timeout:g} s"}
     except Blocked as exc:
@@ -264,14 +290,18 @@ def _memory_finding(finding: dict[str, Any]) -> dict[str, Any]:
     return finding
 
 
-def run_in_child(job: dict[str, Any], project: Project, timeout: float) -> dict[str, Any]:
+def run_in_child(
+    job: dict[str, Any], project: Project, timeout: float, ask_warm_up: bool = False
+) -> dict[str, Any]:
+    """Check one job in a forked child; with `ask_warm_up`, a child that needs fake tensors
+    not loaded here answers `{"warm_up": true}` instead of loading them itself."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         os.close(read_end)
         code = 0
         try:
-            _child(job, project, timeout, write_end)
+            _child(job, project, timeout, write_end, ask_warm_up)
         except BaseException:
             code = 1
         finally:
@@ -321,7 +351,11 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # user code that prints must not corrupt the protocol
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    # The client may start this process before its request is ready, so that importing
+    # torch overlaps with its own work: time spent waiting here is not start-up time.
+    waiting = time.perf_counter()
     request = json.loads(sys.stdin.read())
+    received = time.perf_counter()
     timeout = float(request.get("timeout", 20.0))
 
     def emit(event: str, abspath: str | None = None, **fields: Any) -> None:
@@ -329,13 +363,20 @@ def main() -> None:
         protocol.write(json.dumps(message, default=str) + "\n")
 
     _quiet()
-    if request.get("warm", True):  # a single file gains nothing from warming up first
+    warmed = bool(request.get("warm"))
+    if warmed:  # asked to warm up before any user code, at the cost of its time
         warm()
-    compat.load_internals()
+        compat.load_internals()
     _cpu_only()
     private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
     install(private, engine=[run_in_child, preload, _limit_memory])
-    emit("ready", seconds=time.perf_counter() - _started)
+    ready = time.perf_counter()
+    phases = {
+        "torch": _torch_imported - _started,
+        "engine": _engine_imported - _torch_imported,
+        "setup": (waiting - _engine_imported) + (ready - received),
+    }
+    emit("ready", seconds=sum(phases.values()), phases=phases, waited=received - waiting)
     project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))
     project.files.update(request["texts"])
     project.install()
@@ -346,7 +387,17 @@ def main() -> None:
     for job in request["jobs"]:
         emit("start", job["abspath"])
         began = time.perf_counter()
-        result = run_in_child(job, project, timeout)
+        result = run_in_child(job, project, timeout, ask_warm_up=not warmed)
+        if result.get("warm_up"):
+            # Its models run on fake tensors, and other files' will: load that machinery
+            # once here, then check the file again in a child that has it.
+            emit("warm_up")
+            warmed = True
+            with contextlib.suppress(Exception):  # the child then loads it itself
+                warm_after_start(project)
+            emit("start", job["abspath"])
+            began = time.perf_counter()
+            result = run_in_child(job, project, timeout)
         result.update(
             {"event": "file", "abspath": job["abspath"], "seconds": time.perf_counter() - began}
         )
@@ -354,6 +405,24 @@ def main() -> None:
     protocol.flush()
     if not request.get("private"):
         shutil.rmtree(private, ignore_errors=True)
+
+
+def warm_after_start(project: Project) -> None:
+    """Warm up with the sandbox in place, the user's files out of reach while it runs.
+
+    The audit hook stays on (an import that tried a refused action would fail here, in the
+    engine, not in a user's check); the user's project leaves the import system meanwhile, so
+    that torch's lazy imports cannot find a user module of the same name.
+    """
+    sys.meta_path.remove(project)
+    try:
+        warm()
+        compat.load_internals()
+    finally:
+        sys.meta_path.insert(0, project)
+        install_site_hook(project.files)
+        gc.collect()
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,9 @@
-"""Train/eval mode of models through a function, for TL504 (missing-eval-mode).
+"""A model's train/eval mode and whether its layers depend on it (dropout, batch norm).
 
-Answers, at a point of a scope: which model class a name holds (and whether that class has
-layers whose behaviour depends on the mode: dropout, batch norm), and which mode the last
-`.train()` / `.eval()` left it in, following same-file helpers the model is passed to.
-Anything that cannot be followed (an unknown function the model is passed to, a rebinding
-from an unknown call) makes the answer unknown.
+Answers, at a point of a scope: whether the model a name holds has layers whose behaviour
+depends on the mode, and which mode the last `.train()` / `.eval()` left it in, following the
+same-file helpers the model is passed to. Anything that cannot be followed (an unknown function
+the model is passed to, a rebinding from an unknown call) makes the answer unknown.
 """
 
 from __future__ import annotations
@@ -13,19 +12,15 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchlint.analysis.loop_phases import (
-    ScopeIndex,
-    file_cache,
-    is_backward_call,
-    local_callee,
-    mode_call,
-    scope_index,
-)
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.semantic.bindings import bindings, returns_with_paths
+from torchlint.semantic.calls import call_target
+from torchlint.semantic.flow import ScopeIndex, scope_index
 from torchlint.semantic.project import project_imports
-from torchlint.walker import iter_children, iter_descendants
+from torchlint.semantic.training import is_backward_call, mode_call, switched_mode
+from torchlint.semantic.values import MODULE_PASSTHROUGH_METHODS, MODULE_WRAPPERS
+from torchlint.walker import iter_descendants
 
 #: Layers that behave differently in training and evaluation mode.
 _MODE_LAYERS = frozenset(
@@ -66,21 +61,11 @@ _TORCHVISION_PREFIXES = (
     "mnasnet",
     "regnet",
 )
-#: Methods that return the same module (so the mode and class carry over).
-_SAME_MODULE = frozenset(
-    {"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "requires_grad_", "type"}
-)
-#: Wrappers whose result runs the wrapped module (mode is shared).
-_WRAPPERS = frozenset(
-    {
-        "torch.compile",
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-        "copy.deepcopy",
-    }
-)
+#: Methods that return the same module (so the mode and class carry over); `.train()` and
+#: `.eval()` change the mode on the way.
+_SAME_MODULE = MODULE_PASSTHROUGH_METHODS | {"type"}
+#: Calls whose result runs the given module (the mode is shared), or a copy in its mode.
+_WRAPPERS = MODULE_WRAPPERS | {"copy.deepcopy"}
 #: Calls that take a model and never change its mode.
 _NEUTRAL_FUNCTIONS = frozenset(
     {"print", "len", "str", "repr", "id", "type", "isinstance", "hasattr", "getattr", "sum"}
@@ -119,9 +104,10 @@ class ModelState:
 def mode_layer_classes(context: FileContext) -> frozenset[str]:
     """Same-file nn.Module classes that contain dropout / batch norm (through their own
     layers, same-file submodules or base classes)."""
-    cached: frozenset[str] | None = file_cache(context).get("mode_layer_classes")
-    if cached is not None:
-        return cached
+    return context.shared(_mode_layer_classes)
+
+
+def _mode_layer_classes(context: FileContext) -> frozenset[str]:
     classes = {
         name: node for name, node in context.class_defs().items() if context.is_nn_module(node)
     }
@@ -146,8 +132,7 @@ def mode_layer_classes(context: FileContext) -> frozenset[str]:
             if name not in found and used & found:
                 found.add(name)
                 changed = True
-    result = file_cache(context)["mode_layer_classes"] = frozenset(found)
-    return result
+    return frozenset(found)
 
 
 def _is_mode_layer(context: FileContext, call: cst.Call) -> bool:
@@ -246,10 +231,9 @@ class ModeTracker:
         while (
             isinstance(value, cst.Call)
             and isinstance(value.func, cst.Attribute)
-            and (value.func.attr.value in _SAME_MODULE or mode_call(value) is not None)
+            and value.func.attr.value in _SAME_MODULE
         ):
-            found = mode_call(value)
-            chain.append(found[1] if found is not None else "")
+            chain.append(switched_mode(value) or "")
             value = value.func.value
         state: ModelState
         if isinstance(value, cst.Call):
@@ -313,7 +297,7 @@ def call_summary(
     `self.<model>`; any other function the model is passed to may do anything (UNKNOWN).
     """
     passed = _parameter_for(call, model)
-    function = local_callee(context, call, classdef)
+    function = call_target(context, call, classdef)
     if passed is None:
         if (
             model.startswith("self.")
@@ -338,7 +322,7 @@ def evaluated_in_method(
     name = dotted_name(call.func) or ""
     if depth == 0 or classdef is None or not name.startswith("self."):
         return set()
-    function = local_callee(context, call, classdef)
+    function = call_target(context, call, classdef)
     if function is None:
         return set()
     found: set[str] = set()
@@ -349,37 +333,6 @@ def evaluated_in_method(
                 found.add(mode[0])
         elif inner is not call:
             found |= evaluated_in_method(context, inner, classdef, depth - 1)
-    return found
-
-
-def call_sites(
-    context: FileContext,
-) -> dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]]:
-    """Calls of plain names (`evaluate(...)`) anywhere in the file, with the scope (module or
-    function) they are in and that function's class."""
-    cached: dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]] | None = file_cache(
-        context
-    ).get("call_sites")
-    if cached is not None:
-        return cached
-    found: dict[str, list[tuple[cst.Call, cst.CSTNode, cst.ClassDef | None]]] = {}
-    stack: list[tuple[cst.CSTNode, cst.CSTNode, cst.ClassDef | None, cst.ClassDef | None]] = [
-        (child, context.module, None, None) for child in reversed(iter_children(context.module))
-    ]
-    while stack:
-        node, scope, classdef, open_class = stack.pop()
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
-            found.setdefault(node.func.value, []).append((node, scope, classdef))
-        if isinstance(node, cst.FunctionDef):
-            inner_scope, inner_class, next_open = node, open_class or classdef, None
-        elif isinstance(node, cst.ClassDef):
-            inner_scope, inner_class, next_open = scope, classdef, node
-        else:
-            inner_scope, inner_class, next_open = scope, classdef, open_class
-        stack.extend(
-            (child, inner_scope, inner_class, next_open) for child in reversed(iter_children(node))
-        )
-    file_cache(context)["call_sites"] = found
     return found
 
 
@@ -415,11 +368,11 @@ def summary(
             if receiver == model or receiver == f"{model}.module":
                 switched.add(new_mode)
                 # `if phase == "train": model.train() else: model.eval()`: depends on the call
-                conditional = len(switched) > 1 and _conditional(index, call)
+                conditional = len(switched) > 1 and index.is_conditional(call)
                 mode = UNKNOWN if conditional else new_mode
             continue
         passed = _parameter_for(call, model)
-        inner = local_callee(context, call, index.classdef)
+        inner = call_target(context, call, index.classdef)
         if inner is function:
             continue  # recursion
         if passed is not None:
@@ -444,14 +397,6 @@ def summary(
         mode = sub.mode or mode
         trains = trains or sub.trains
     return FunctionSummary(mode, trains)
-
-
-def _conditional(index: ScopeIndex, node: cst.CSTNode) -> bool:
-    """Whether `node` runs only on some paths through the function (branch or loop)."""
-    return any(
-        isinstance(parent, (cst.If, cst.Else, cst.ExceptHandler, cst.For, cst.While, cst.IfExp))
-        for _, parent in index.chain(node)
-    )
 
 
 def _parameter_for(call: cst.Call, model: str) -> int | str | None:
