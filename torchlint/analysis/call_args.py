@@ -24,6 +24,11 @@ def positional(call: cst.Call) -> list[cst.Arg]:
     return [arg for arg in call.args if arg.keyword is None and arg.star == ""]
 
 
+def method_name(call: cst.Call) -> str | None:
+    """The method a call invokes (`x.view(...)` -> "view"), or None for a plain call."""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
 def has_star_args(call: cst.Call) -> bool:
     return any(arg.star == "*" for arg in call.args)
 

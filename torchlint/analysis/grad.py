@@ -22,19 +22,11 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from torchlint.analysis.call_args import is_false, is_true, method_name, positional
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.semantic.flow import GRAD_OFF, GRAD_ON, GRAD_SWITCH_WORDS
-from torchlint.semantic.tensors import (
-    NOT_INPLACE,
-    Binding,
-    is_false,
-    is_true,
-    method_name,
-    path_parts,
-    positional,
-    tensor_facts,
-)
+from torchlint.semantic.tensors import NOT_INPLACE, Binding, path_parts, tensor_facts
 from torchlint.walker import iter_descendants
 
 # -- vocabulary -------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from torchlint.semantic.devices import (
     scope_moves,
 )
 from torchlint.semantic.loaders import batch_move, batch_move_in, loader_of
+from torchlint.semantic.values import is_functional_loss
 from torchlint.walker import iter_descendants
 
 #: Methods that keep a batch tensor where it is (on the CPU).
@@ -66,30 +67,6 @@ _KEEP_METHODS = frozenset(
 )
 _NON_TENSOR_ATTRS = frozenset(
     {"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "layout", "grad_fn"}
-)
-#: `torch.nn.functional` losses that do not end in `_loss`.
-_FUNCTIONAL_LOSSES = frozenset(
-    [
-        "cross_entropy",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "kl_div",
-        "ctc_loss",
-        "nll_loss",
-        "mse_loss",
-        "l1_loss",
-        "smooth_l1_loss",
-        "huber_loss",
-        "cosine_embedding_loss",
-        "margin_ranking_loss",
-        "hinge_embedding_loss",
-        "poisson_nll_loss",
-        "gaussian_nll_loss",
-        "triplet_margin_loss",
-        "multilabel_soft_margin_loss",
-        "multi_margin_loss",
-        "soft_margin_loss",
-    ]
 )
 _LOSS_NAMES = frozenset(
     {"criterion", "loss_fn", "loss_func", "loss_function", "lossfn", "loss_fcn", "criterium"}
@@ -208,7 +185,7 @@ class BatchFlow:
         qualified = self.context.call_name(call)
         if qualified is not None and qualified.startswith("torch.nn.functional."):
             name = qualified.rsplit(".", 1)[-1]
-            return name.endswith("_loss") or name in _FUNCTIONAL_LOSSES
+            return is_functional_loss(name)
         if isinstance(call.func, cst.Call):
             return self._is_loss_class(call.func)
         callee = dotted_name(call.func)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchlint.analysis.call_args import keyword, positional, string_value
+from torchlint.analysis.call_args import keyword, method_name, positional, string_value
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
 from torchlint.semantic.bindings import class_body, method
@@ -79,10 +79,6 @@ def device_arg_kind(context: FileContext, expr: cst.BaseExpression) -> str:
     if name is not None and "dtype" in name.rsplit(".", 1)[-1].lower():
         return "dtype"
     return "device"
-
-
-def method_name(call: cst.Call) -> str | None:
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
 
 
 def move_kind(context: FileContext, call: cst.Call) -> str | None:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import libcst as cst
 
+from torchlint.analysis.call_args import is_false, is_true, keyword, method_name, positional
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.walker import iter_descendants
@@ -349,26 +350,6 @@ def tensor_facts(context: FileContext) -> TensorFacts:
     return context.shared(TensorFacts)
 
 
-def is_true(expr: cst.BaseExpression | None) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
-
-
-def keyword(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def positional(call: cst.Call) -> list[cst.Arg]:
-    return [a for a in call.args if a.keyword is None and not a.star]
-
-
-def method_name(call: cst.Call) -> str | None:
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else None
-
-
 def path_parts(expr: cst.BaseExpression) -> tuple[str, ...] | None:
     """Names along an attribute chain, looking through subscripts and calls.
 
@@ -388,10 +369,6 @@ def path_parts(expr: cst.BaseExpression) -> tuple[str, ...] | None:
             return tuple(reversed(parts))
         else:
             return None
-
-
-def is_false(expr: cst.BaseExpression | None) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 def _is_params_key(sub: cst.Subscript) -> bool:

@@ -10,6 +10,7 @@ and only otherwise from a telling name.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -19,21 +20,9 @@ from torchlint.names import dotted_name
 from torchlint.semantic.calls import call_target
 from torchlint.semantic.flow import ScopeIndex, names_in, scope_index
 from torchlint.semantic.optimizers import optimizer_step
-from torchlint.semantic.values import unwrap_module_methods
+from torchlint.semantic.values import is_functional_loss, unwrap_module_methods
 from torchlint.walker import iter_descendants
 
-#: `torch.nn.functional` losses that do not end in `_loss`.
-_FUNCTIONAL_LOSSES = frozenset(
-    {
-        "cross_entropy",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "kl_div",
-        "ctc_loss",
-        "cosine_embedding_loss",
-        "triplet_margin_with_distance_loss",
-    }
-)
 _MODEL_NAME = re.compile(r"(model|net|network)$")
 #: Receivers whose `.backward(loss)` takes the loss as its argument (Accelerate, Fabric,
 #: DeepSpeed engines, Lightning modules, trainers).
@@ -139,7 +128,7 @@ def is_loss_call(context: FileContext, call: cst.Call) -> bool:
     if qualified is not None:
         if qualified.startswith("torch.nn.functional."):
             last = qualified.rsplit(".", 1)[-1]
-            return last.endswith("_loss") or last in _FUNCTIONAL_LOSSES
+            return is_functional_loss(last)
         if not qualified.startswith(("torch.", "transformers.")) or "." not in qualified:
             # imported from elsewhere (sklearn's log_loss returns a float): unknown
             return False
@@ -194,56 +183,60 @@ def switched_mode(call: cst.Call) -> str | None:
 
 class _CalleeFacts:
     def __init__(self, context: FileContext) -> None:
-        self.steps_optimizer: dict[tuple[int, int], bool] = {}
-        self.does_backward: dict[tuple[int, int], bool] = {}
+        self.memo: dict[tuple[str, int, int], bool] = {}
+
+
+def _callee_calls(
+    context: FileContext,
+    call: cst.Call,
+    classdef: cst.ClassDef | None,
+    depth: int,
+    what: str,
+    found: Callable[[cst.Call, cst.FunctionDef, cst.ClassDef | None], bool],
+) -> bool:
+    """Whether a same-file function or method that `call` reaches makes a call that `found`
+    accepts, in its body or in the same-file functions it calls (up to `depth` levels)."""
+    if depth == 0:
+        return False
+    function = call_target(context, call, classdef)
+    if function is None:
+        return False
+    memo = context.shared(_CalleeFacts).memo
+    key = (what, id(function), depth)
+    if key not in memo:
+        memo[key] = False  # recursion guard
+        index = scope_index(
+            context, function, classdef if isinstance(call.func, cst.Attribute) else None
+        )
+        memo[key] = any(
+            found(inner, function, index.classdef)
+            or _callee_calls(context, inner, index.classdef, depth - 1, what, found)
+            for inner in index.calls
+        )
+    return memo[key]
 
 
 def callee_steps_optimizer(
     context: FileContext, call: cst.Call, classdef: cst.ClassDef | None, depth: int = 2
 ) -> bool:
     """Whether a call to a same-file function or method steps an optimizer in its body."""
-    if depth == 0:
-        return False
-    function = call_target(context, call, classdef)
-    if function is None:
-        return False
-    memo = context.shared(_CalleeFacts).steps_optimizer
-    key = (id(function), depth)
-    if key not in memo:
-        memo[key] = False  # recursion guard
-        index = scope_index(
-            context, function, classdef if isinstance(call.func, cst.Attribute) else None
-        )
-        memo[key] = any(
-            optimizer_step(context, inner, function, index.classdef) is not None
-            or callee_steps_optimizer(context, inner, index.classdef, depth - 1)
-            for inner in index.calls
-        )
-    return memo[key]
+    return _callee_calls(
+        context,
+        call,
+        classdef,
+        depth,
+        "step",
+        lambda inner, function, owner: optimizer_step(context, inner, function, owner) is not None,
+    )
 
 
 def callee_does_backward(
     context: FileContext, call: cst.Call, classdef: cst.ClassDef | None, depth: int = 2
 ) -> bool:
     """Whether a call to a same-file function or method runs a backward pass in its body."""
-    if depth == 0:
-        return False
-    function = call_target(context, call, classdef)
-    if function is None:
-        return False
-    memo = context.shared(_CalleeFacts).does_backward
-    key = (id(function), depth)
-    if key not in memo:
-        memo[key] = False  # recursion guard
-        index = scope_index(
-            context, function, classdef if isinstance(call.func, cst.Attribute) else None
-        )
-        memo[key] = any(
-            is_backward_call(inner)
-            or callee_does_backward(context, inner, index.classdef, depth - 1)
-            for inner in index.calls
-        )
-    return memo[key]
+    return _callee_calls(
+        context, call, classdef, depth, "backward", lambda inner, *_: is_backward_call(inner)
+    )
 
 
 # -- what functions of the file do, by the name they are called by ------------------------------

@@ -59,3 +59,14 @@ def sequential_last_layer(call: cst.Call) -> cst.BaseExpression | None:
     if len(pair.value.elements) != 2:
         return None
     return pair.value.elements[1].value
+
+
+#: `torch.nn.functional` losses whose names do not end in `_loss`.
+_LOSSES_WITHOUT_SUFFIX = frozenset(
+    {"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"}
+)
+
+
+def is_functional_loss(name: str) -> bool:
+    """Whether `torch.nn.functional.<name>` computes a loss."""
+    return name.endswith("_loss") or name in _LOSSES_WITHOUT_SUFFIX
