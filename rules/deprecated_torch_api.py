@@ -45,8 +45,15 @@ class DeprecatedTorchApi(Rule):
     `matrix_rank`, `torch.range`, `F.upsample`, `torch.nn.utils.clip_grad_norm`, the
     `nn.init` functions without a trailing underscore, `torch.testing.assert_allclose`,
     `torch.nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
-    `torch.set_default_tensor_type`, `torch.autograd.Variable`, and more. Imports such as
-    `from torch.cuda.amp import autocast` are reported at the import.
+    `torch.set_default_tensor_type`, `torch.autograd.Variable`, the legacy typed
+    constructors (`torch.FloatTensor(...)`, `torch.cuda.LongTensor(...)`, ...), and more.
+    Imports such as `from torch.cuda.amp import autocast` are reported at the import.
+
+    `Variable(x, volatile=True)` gets its own message: the flag has done nothing since
+    torch 0.4, so evaluation code written with it builds the autograd graph it meant to
+    skip; `with torch.no_grad():` is what replaces it. The typed constructors are reported
+    only where they are called: `isinstance(x, torch.FloatTensor)`, `x.type(torch.LongTensor)`
+    and annotations name the type, which is fine.
 
     The `torch-version` setting (otherwise the installed torch's version, read from its
     package metadata) decides what counts: APIs deprecated after that version are not
@@ -67,11 +74,18 @@ class DeprecatedTorchApi(Rule):
     device type) or fix long-standing inconsistencies (`torch.range` includes its end,
     unlike Python's `range`).
 
+    ## Known problems
+    A typed constructor chosen through an alias (`Tensor = torch.cuda.FloatTensor if cuda
+    else torch.FloatTensor`, then `Tensor(...)`) is not reported: the alias is also used as
+    a type (`x.type(Tensor)`), and the call does not name the API.
+
     ## Example
     ```python
     scaler = torch.cuda.amp.GradScaler()
     with torch.cuda.amp.autocast(dtype=torch.bfloat16):
         loss = model(x)
+    with_grad = Variable(images, volatile=True)
+    labels = torch.LongTensor([1, 0, 2])
     ```
 
     ## Use instead
@@ -79,6 +93,9 @@ class DeprecatedTorchApi(Rule):
     scaler = torch.amp.GradScaler("cuda")
     with torch.amp.autocast("cuda", dtype=torch.bfloat16):
         loss = model(x)
+    with torch.no_grad():
+        ...  # use `images` directly
+    labels = torch.tensor([1, 0, 2], dtype=torch.int64)
     ```
 
     ## Fix safety
@@ -109,7 +126,7 @@ class DeprecatedTorchApi(Rule):
             return
         if self._compatibility_fallback() or self._reassigned_alias(node):
             return
-        self.report(node, self._message(api), fix=self._fix(api, node, call))
+        self.report(node, self._message(api, call), fix=self._fix(api, node, call))
 
     def visit_Call(self, node: cst.Call) -> None:
         # `Variable(x)` after `from torch.autograd import Variable`: the import itself is
@@ -120,7 +137,7 @@ class DeprecatedTorchApi(Rule):
         if api is None or not api.calls_only or not is_deprecated_for(api, self._target):
             return
         if not self._compatibility_fallback():
-            self.report(node.func, self._message(api))
+            self.report(node.func, self._message(api, node))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or isinstance(node.names, cst.ImportStar):
@@ -205,8 +222,19 @@ class DeprecatedTorchApi(Rule):
             return parent
         return None
 
-    def _message(self, api: DeprecatedApi) -> str:
+    def _message(self, api: DeprecatedApi, call: cst.Call | None = None) -> str:
+        if call is not None and _volatile(call):
+            return (
+                f"`{api.name}(..., volatile=True)` has had no effect since torch 0.4: the "
+                f"autograd graph it meant to skip is built (memory in evaluation); run the "
+                f"code under `with torch.no_grad():` and pass the tensor itself"
+            )
         version = f"torch {api.deprecated_in[0]}.{api.deprecated_in[1]}"
+        if api.legacy:
+            text = f"`{api.name}(...)` is a legacy constructor"
+            if replacement_available(api, self._target):
+                text += f"; use {api.replacement}"
+            return text
         if api.removed:
             when = f" in {version}" if api.exact_version else ""
             status = f"was deprecated{when} and has since been removed"
@@ -275,3 +303,13 @@ class DeprecatedTorchApi(Rule):
             replacements=[(call, detached(self.context, replacement))],
             safe=True,
         )
+
+
+def _volatile(call: cst.Call) -> bool:
+    """`Variable(x, volatile=True)`: the flag torch 0.4 turned into a no-op."""
+    return any(
+        arg.keyword is not None
+        and arg.keyword.value == "volatile"
+        and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+        for arg in call.args
+    )

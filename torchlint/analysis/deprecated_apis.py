@@ -52,6 +52,38 @@ class DeprecatedApi:
     undeprecated_in: Version | None = None
     #: Only calls are deprecated (the name itself stays in use, e.g. `Variable._execution_engine`).
     calls_only: bool = False
+    #: Kept for old code and discouraged by the documentation, without a warning of its own.
+    legacy: bool = False
+
+
+#: The legacy typed constructors (`torch.FloatTensor(...)`) and the dtype each one makes.
+_TYPED_TENSORS = {
+    "Float": "float32",
+    "Double": "float64",
+    "Half": "float16",
+    "BFloat16": "bfloat16",
+    "Long": "int64",
+    "Int": "int32",
+    "Short": "int16",
+    "Char": "int8",
+    "Byte": "uint8",
+    "Bool": "bool",
+}
+
+
+def _typed_tensor(module: str, kind: str, dtype: str) -> DeprecatedApi:
+    # Legacy since torch 0.4 brought `torch.tensor` and dtype/device arguments.
+    device = ', device="cuda"' if module == "torch.cuda" else ""
+    return DeprecatedApi(
+        f"{module}.{kind}Tensor",
+        (1, 0),
+        f"torch.tensor(data, dtype=torch.{dtype}{device}) for data, or "
+        f"torch.empty(size, dtype=torch.{dtype}{device}) for a size",
+        (1, 0),
+        exact_version=False,
+        calls_only=True,
+        legacy=True,
+    )
 
 
 def _init(name: str) -> DeprecatedApi:
@@ -314,6 +346,11 @@ DEPRECATED_APIS: tuple[DeprecatedApi, ...] = (
         (1, 0),
         exact_version=False,
         calls_only=True,
+    ),
+    *(
+        _typed_tensor(module, kind, dtype)
+        for module in ("torch", "torch.cuda")
+        for kind, dtype in _TYPED_TENSORS.items()
     ),
 )
 
