@@ -140,6 +140,24 @@ def _subexpressions(expr: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+_METRIC_METHODS = frozenset({"argmax", "round", "eq"})
+
+
+def _metric_forward(value: cst.BaseExpression) -> cst.Call | None:
+    """The model call in `value` that only feeds a comparison, `argmax` or `round` (whose
+    results carry no gradient), or None."""
+    for node in iter_descendants(value):
+        if isinstance(node, cst.Comparison) or (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _METRIC_METHODS
+        ):
+            for inner in iter_descendants(node):
+                if isinstance(inner, cst.Call) and is_model_name(model_called(inner) or ""):
+                    return inner
+    return None
+
+
 class EvalWithoutNoGrad(Rule):
     """
     ## What it does
@@ -157,6 +175,12 @@ class EvalWithoutNoGrad(Rule):
     loops that compute gradients on purpose (`torch.autograd.grad`, `requires_grad_()`, a
     same-file model whose forward differentiates), and loops whose outputs feed a backward
     pass after the loop (policy rollouts).
+
+    Also reported: a metric computed after the optimizer step of a training loop by running
+    the model again, outside `no_grad`, in one expression that ends in a Python number
+    (`((model(x) > 0.5).float() == y).float().mean().item()`): the forward's result only
+    reaches a comparison, `argmax` or `round` on its way to `.item()`, so its graph is never
+    used. Accuracy computed from the training step's own forward is not a second pass.
 
     ## Why is this bad?
     Every forward pass under autograd saves its activations for a backward pass that never
@@ -189,7 +213,7 @@ class EvalWithoutNoGrad(Rule):
 
     code = "TL503"
     name = "eval-without-no-grad"
-    triggers = ("val", "Val", "VAL", "test", "Test", "TEST", "dev_")
+    triggers = ("val", "Val", "VAL", "test", "Test", "TEST", "dev_", ".item()")
     default_enabled = True
     fix_availability = None
 
@@ -228,15 +252,20 @@ class EvalWithoutNoGrad(Rule):
             self._flags.mark("loader_loop")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("eval", "train"):
-            self._flags.mark("mode")
+        if isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in ("eval", "train"):
+                self._flags.mark("mode")
+            elif node.func.attr.value in ("item", "step"):
+                self._flags.mark(node.func.attr.value)
 
     @staticmethod
     def _worth_checking(flags: set[str], *, eval_function: bool) -> bool:
         """Cheap signals seen while walking the scope: an evaluation loader, a loop over data
-        after a mode switch, or a loader loop in an evaluation function."""
+        after a mode switch, a loader loop in an evaluation function, or `.item()` and
+        `.step()` calls (a metric pass in a training loop)."""
         return (
-            "eval_loader" in flags
+            {"item", "step"} <= flags
+            or "eval_loader" in flags
             or ("mode" in flags and "data_loop" in flags)
             or (eval_function and "loader_loop" in flags)
         )
@@ -245,6 +274,10 @@ class EvalWithoutNoGrad(Rule):
         index = scope_index(self.context, scope, method_class(self.context, scope))
         loops = [loop for loop in index.loops if isinstance(loop, cst.For)]
         if not loops:
+            return
+        if isinstance(scope, cst.FunctionDef) and scope.name.value in (
+            functions_called_without_grad(self.context)
+        ):
             return
         function_words = (
             set(_words(scope.name.value)) if isinstance(scope, cst.FunctionDef) else set()
@@ -292,10 +325,6 @@ class EvalWithoutNoGrad(Rule):
                 index, loop
             ):
                 continue
-            if isinstance(scope, cst.FunctionDef) and scope.name.value in (
-                functions_called_without_grad(self.context)
-            ):
-                continue
             reported.add(id(forward))
             self.report(
                 forward,
@@ -303,6 +332,50 @@ class EvalWithoutNoGrad(Rule):
                 "its activations for a backward pass that never comes; wrap the loop in "
                 "`with torch.no_grad():` (or `torch.inference_mode()`)",
             )
+        for forward in self._metric_passes(index, frozen, switches):
+            self.report(
+                forward,
+                "metric pass after the optimizer step runs the model with autograd "
+                "recording: its graph is built for a number that is never backpropagated; "
+                "compute it under `with torch.no_grad():` (or `torch.inference_mode()`)",
+            )
+
+    def _metric_passes(
+        self, index: ScopeIndex, frozen: int | None, switches: list[int]
+    ) -> list[cst.Call]:
+        """Forwards, after an optimizer step in the same loop, whose result only reaches a
+        comparison, `argmax` or `round` on its way to `.item()`."""
+        steps = [
+            call
+            for call in index.calls
+            if optimizer_step(self.context, call, index.scope, index.classdef)
+        ]
+        found: list[cst.Call] = []
+        for item in index.calls:
+            if not (
+                isinstance(item.func, cst.Attribute)
+                and item.func.attr.value == "item"
+                and not item.args
+            ):
+                continue
+            order = index.order(item)
+            if (
+                index.grad_mode(item) is not None
+                or (frozen is not None and frozen < order)
+                or any(switch < order for switch in switches)
+                or not any(
+                    index.order(step) < order and index.contains(loop, step)
+                    for loop in index.loops_around(item)
+                    for step in steps
+                )
+            ):
+                continue
+            forward = _metric_forward(item.func.value)
+            if forward is not None and not self._model_needs_grad(
+                index, model_called(forward) or ""
+            ):
+                found.append(forward)
+        return found
 
     def _evaluated_models(
         self,

@@ -11,6 +11,7 @@ from torchlint.analysis.training_loop import (
     JUMP,
     UNCALLED,
     ZERO,
+    Event,
     Scope,
     TrainingLoops,
     Unit,
@@ -130,6 +131,10 @@ class MissingZeroGrad(Rule):
                     continue
                 backward, step = found
                 optimizer = _short(self.context.code(step.node)).rsplit(".step", 1)[0]
+                called = loops.scope(function)
+                if any(e.kind == ZERO for e in called.events):
+                    self._report_partial(function, event.node, backward, step, optimizer)
+                    return
                 self.report(
                     event.node,
                     f"{_short(self.context.code(event.node))} runs "
@@ -140,6 +145,21 @@ class MissingZeroGrad(Rule):
                     f"{function.name.value}() before the backward pass",
                 )
                 return
+
+    def _report_partial(
+        self, function: cst.FunctionDef, call: cst.CSTNode, backward: Event, step: Event, name: str
+    ) -> None:
+        """A step function that clears some of its optimizers, not the one `step` steps."""
+        if any(r.rule is self and r.node is step.node for r in self.context.reports):
+            return  # another loop calls the same step function
+        self.report(
+            step.node,
+            f"{function.name.value}() runs {_short(self.context.code(backward.node))} and "
+            f"{_short(self.context.code(step.node))} on every call from the loop on line "
+            f"{{line}}, but clears other optimizers' gradients, never {name}'s: they accumulate "
+            f"across iterations; call {name}.zero_grad() before the backward pass",
+            line_of=call,
+        )
 
     def _check_scope(self, node: cst.CSTNode) -> None:
         loops = training_loops(self.context)

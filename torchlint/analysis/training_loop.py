@@ -430,25 +430,30 @@ class TrainingLoops:
         return event.name in gradient_functions(self.context).clearing
 
     def step_function(self, function: cst.FunctionDef) -> tuple[Event, Event] | None:
-        """(backward, step) when `function` is a training step that never clears gradients.
+        """(backward, step) when `function` is a training step that leaves `step`'s optimizer
+        uncleared.
 
-        Both run once per call, outside any loop of its own; nothing in the function clears
-        gradients or hands the optimizer to code that might.
+        Both run once per call, outside any loop of its own. Gradients cleared some other
+        way than `<receiver>.zero_grad()` count as clearing every optimizer; otherwise each
+        optimizer stepped must be cleared (or handed to code that might clear it), as in a loop.
         """
         # Judged on this definition's own events: several classes may share a method name.
         scope = self.scope(function)
         top = scope.units[0]
         backward = next((e for e in top.events if e.kind == BACKWARD), None)
-        step = next(self.steps(top.events, scope), None)
-        if backward is None or step is None or backward.pos > step[0].pos:
+        if backward is None or any(e.kind == CLEAR or self.clears_all(e) for e in scope.events):
             return None
-        target = self.optimizers.canonical(step[1], scope.node)
-        if target is None or any(
-            e.kind in (ZERO, CLEAR) or self.clears_all(e) or self.hands_over(e, target, scope)
-            for e in scope.events
-        ):
+        zeros = [e for e in scope.events if e.kind == ZERO]
+        steps = list(self.steps(top.events, scope))
+        if not steps or backward.pos > steps[0][0].pos:
             return None
-        return backward, step[0]
+        for step, optimizer in steps:
+            target = self.optimizers.canonical(optimizer, scope.node)
+            if target is None or any(self.may_clear(z, optimizer, scope) for z in zeros):
+                continue
+            if not any(self.hands_over(e, target, scope) for e in scope.events):
+                return backward, step
+        return None
 
     def clears_all(self, event: Event) -> bool:
         """Clears gradients other than through `<receiver>.zero_grad()`."""
