@@ -128,3 +128,26 @@ def test_rule_codes_read_from_the_rule_files_match_the_rules() -> None:
     expected = {code: rule.default_enabled for code, rule in all_rules().items()}
     assert _scan() == expected  # else every run imports the rules to choose its codes
     assert rule_codes() == expected
+
+
+def test_cached_results_belong_to_the_code_that_made_them(tmp_path: Path) -> None:
+    """A rule or engine module edited in place (an editable install, a patched rule) makes
+    every cached result stale, though torchlint's version number is the same."""
+    import torchlint.cache as cache_module
+
+    cache = ResultCache(tmp_path / "cache")
+    cache.put("a.py", "key", [])
+    cache.save()
+    assert ResultCache(tmp_path / "cache")._entries
+    before = cache_module.engine_version()
+    cache_module.engine_version.cache_clear()
+    rule = Path(cache_module.__file__).parent / "cache.py"
+    stat = rule.stat()
+    try:
+        os.utime(rule, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        assert cache_module.engine_version() != before
+        assert not ResultCache(tmp_path / "cache")._entries
+    finally:
+        os.utime(rule, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        cache_module.engine_version.cache_clear()
+    assert cache_module.engine_version() == before

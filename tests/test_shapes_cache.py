@@ -82,9 +82,9 @@ def test_damaged_cache_file_is_rebuilt(project: Path, content: str) -> None:
     "entry", [{"a": 1}, ["k", [{"code": 5}]], ["k", [{"location": {"row": "1"}}]], ["k"], 3]
 )
 def test_damaged_cache_entry_is_dropped(tmp_path: Path, entry: object) -> None:
-    from torchlint import __version__
+    from torchlint.cache import engine_version
 
-    data = {"version": __version__, "entries": {"shapes:model.py": entry}}
+    data = {"version": engine_version(), "entries": {"shapes:model.py": entry}}
     (tmp_path / "results.json").write_text(json.dumps(data))
     cache = ResultCache(tmp_path)
     assert cache.get("model.py", "k", section="shapes:") is None

@@ -12,7 +12,9 @@ the key without reading the file, so a warm run costs a few `stat` calls per fil
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -33,9 +35,32 @@ _TAG = (
 _SETTLED_NS = 2_000_000_000
 
 
+@functools.cache
+def engine_version() -> str:
+    """torchlint's version and a stamp of its own code (every module of the engine and the
+    rules: size and modification time), so that results cached by other code are never
+    served, even between two builds of one version (an editable install, a patched rule)."""
+    digest = hashlib.sha256(__version__.encode())
+    roots = [Path(__file__).parent, *_rule_dirs()]
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                digest.update(f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return f"{__version__}+{digest.hexdigest()[:16]}"
+
+
+def _rule_dirs() -> list[Path]:
+    """Where the rules live (installed as `torchlint.rules`, found without importing them)."""
+    spec = importlib.util.find_spec("torchlint.rules")
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    return [Path(location) for location in spec.submodule_search_locations]
+
+
 def cache_key(content: bytes, enabled: Iterable[str], *extra: str) -> str:
     digest = hashlib.sha256()
-    digest.update(__version__.encode())
+    digest.update(engine_version().encode())
     digest.update(",".join(sorted(enabled)).encode())
     for part in extra:
         digest.update(b"\0" + part.encode())
@@ -64,7 +89,7 @@ class ResultCache:
         if enabled:
             with contextlib.suppress(OSError, ValueError):
                 data = json.loads(self.file.read_text(encoding="utf-8"))
-                if isinstance(data, dict) and data.get("version") == __version__:
+                if isinstance(data, dict) and data.get("version") == engine_version():
                     entries = data.get("entries")
                     self._entries = entries if isinstance(entries, dict) else {}
 
@@ -146,7 +171,7 @@ class ResultCache:
             if not tag.exists():
                 tag.write_text(_TAG, encoding="utf-8")
                 (self.directory / ".gitignore").write_text("*\n", encoding="utf-8")
-            payload = json.dumps({"version": __version__, "entries": self._entries})
+            payload = json.dumps({"version": engine_version(), "entries": self._entries})
             fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".results-")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload)

@@ -19,15 +19,13 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchlint import __version__
+from torchlint.cache import engine_version
 from torchlint.context import FileContext
 from torchlint.names import dotted_name, top_level_imports
 from torchlint.semantic.resolve import resolve_module
 from torchlint.semantic.summary import FileSummary, summarize_source
 
 _MAX_SUMMARY_BYTES = 2_000_000
-#: Bumped when FileSummary gains a field, so summaries cached without it are not read.
-_SUMMARY_FORMAT = b"\0summary-2\0"
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ class ProjectIndex:
             data = path.read_bytes()
         except OSError:
             return None
-        digest = hashlib.sha256(__version__.encode() + _SUMMARY_FORMAT + data).hexdigest()
+        digest = hashlib.sha256(engine_version().encode() + b"\0" + data).hexdigest()
         if digest in _MEMO:
             return _MEMO[digest]
         found = self._read_cached(digest)

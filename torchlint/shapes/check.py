@@ -61,6 +61,9 @@ _MAX_FLIPS = 6
 #: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
 _MAX_BUILDERS = 2
 _GUESSED_DEFINITE = frozenset({"TL601", "TL602", "TL603", "TL604"})
+#: Input sizes often met (images, mel bins, sequences): a failure that one of them avoids is
+#: not certain.
+_USUAL_SIZES = (28, 32, 64, 80, 128, 224)
 #: Models with more modules than this get no TL606 analysis after passing at a usual size.
 _HARVEST_MODULES = 48
 
@@ -556,6 +559,9 @@ class FileChecker:
         start = {d.name: d.hint for spec in plan.specs for d in spec.dims if d.name}
         start.update(hints)  # a freed size (`F0`) has only its plan's hint
         trials = [{n: start[n] + 1 for n in fixed}, dict.fromkeys(hints, top + 1)]
+        # A size a strided stack divides before a sized layer fits a narrow range away from
+        # the guess (80 mel bins, not 96): the sizes inputs often have are tried too.
+        trials += [dict.fromkeys(fixed, size) for size in _USUAL_SIZES]
         for trial in trials:
             world = World(
                 model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)

@@ -112,6 +112,7 @@ __all__ = [
     "internals_loaded",
     "layers",
     "load_internals",
+    "load_native_openers",
     "outside_range",
     "set_cache",
     "shape_env",
@@ -367,8 +368,14 @@ def load_internals() -> None:
     """
     with fake_mode(shape_env()):
         torch.empty(2, 3).sum()
-    # torch modules that open a library with ctypes when imported (the sandbox refuses that
-    # later): transformers imports this one on its way to a model.
+
+
+def load_native_openers() -> None:
+    """Import the torch modules that open a C library with ctypes when imported.
+
+    Call it before the sandbox is installed (it refuses that afterwards): transformers
+    imports this one on its way to a model.
+    """
     with contextlib.suppress(Exception):
         importlib.import_module("torch.distributed.elastic.multiprocessing.redirects")
 

@@ -338,7 +338,7 @@ def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[Inpu
                 end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
                 # A rebinding that reshapes unknowably ends the tracking; other helpers
                 # (`x = self.pad(x)`) are taken to keep the number of dimensions.
-                reshaped = _reshapes(node.value)
+                reshaped = _reshapes(node.value) or _helper_reshapes(node.value, model)
                 pending.append((end, target.id, _derived(node.value, names), reshaped))
         if not isinstance(node, ast.Call):
             continue
@@ -410,6 +410,25 @@ def _reshapes(node: ast.AST) -> bool:
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return name in _RESHAPING
+
+
+def _helper_reshapes(node: ast.AST, model: nn.Module) -> bool:
+    """Whether `self.helper(x)`, a method of the model (not a layer), reshapes in its body.
+
+    `x = self.pixel_shuffle(x)` may trade sizes between dimensions: past it, a layer's
+    size says nothing certain about the input's.
+    """
+    if not isinstance(node, ast.Call):
+        return False
+    name = _self_attribute(node.func)
+    method = getattr(type(model), name, None) if name and "." not in name else None
+    if not inspect.isfunction(method):
+        return False
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(method)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(_reshapes(call) for call in ast.walk(body))
 
 
 def _note_loop(node: ast.For, loops: dict[str, str]) -> None:

@@ -368,6 +368,7 @@ def main() -> None:
         warm()
         compat.load_internals()
     _cpu_only()
+    compat.load_native_openers()
     private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
     install(private, engine=[run_in_child, preload, _limit_memory])
     ready = time.perf_counter()
