@@ -17,10 +17,12 @@ from torchlint.semantic.modes import (
     UNKNOWN,
     ModelState,
     ModeTracker,
+    built_model,
     call_summary,
     evaluated_in_method,
     mode_layer_classes,
 )
+from torchlint.semantic.project import project_imports
 from torchlint.semantic.training import is_backward_call, mode_call, model_called
 
 
@@ -37,10 +39,13 @@ class MissingEvalMode(Rule):
     `model.train()` anywhere in it, so every epoch after the first trains in eval mode.
 
     The first check only reports models whose class is known: an `nn.Module` of the same
-    file whose layers include `nn.Dropout*`, `nn.BatchNorm*`, `nn.SyncBatchNorm`,
+    file or of another project file it imports, or built by a same-file factory, whose
+    layers include `nn.Dropout*`, `nn.BatchNorm*`, `nn.SyncBatchNorm`,
     `nn.Transformer*Layer` (directly, through same-file submodules or base classes), an
     `nn.Sequential` of such layers, or a torchvision CNN. It follows the model through
-    `.to()`/`torch.compile`/`DataParallel` and through same-file helpers it is passed to;
+    `.to()`/`torch.compile`/`DataParallel` and through same-file helpers it is passed to,
+    and a module-level model is checked in functions when nothing in the file can switch
+    it to eval mode (no `.eval()` or `.train(...)` with an argument anywhere);
     a model passed to an unknown function, a helper that sets the mode depending on its
     arguments, an explicit `model.train()` with no training after it (Monte-Carlo dropout),
     no-grad side computations inside a training step (a teacher's forward) and unit tests
@@ -161,6 +166,7 @@ class MissingEvalMode(Rule):
             "torchvision" in source
             or "Sequential" in source
             or bool(mode_layer_classes(self.context))
+            or project_imports(self.context) is not None  # a class of another project file
         )
 
     # -- evaluation in training mode ------------------------------------------------------
@@ -182,6 +188,10 @@ class MissingEvalMode(Rule):
             start = None
             if isinstance(index.scope, cst.FunctionDef) and _is_parameter(index.scope, model):
                 start = self._state_from_callers(index.scope, model)
+            elif isinstance(index.scope, cst.FunctionDef) and self._global_never_evaluated(
+                index.scope, model
+            ):
+                start = ModelState(mode_layers=True, mode=None)
             state = tracker.state_at(model, index.order(call), start)
             if state.mode_layers and state.mode in (None, "train") and not state.explicit_train:
                 done.add(model)
@@ -190,6 +200,19 @@ class MissingEvalMode(Rule):
                     f"{model} has dropout/batch-norm layers but is evaluated in training "
                     f"mode (no_grad does not change the mode); call {model}.eval() first",
                 )
+
+    def _global_never_evaluated(self, function: cst.FunctionDef, name: str) -> bool:
+        """A module-level model with dropout / batch norm that nothing in the file can put in
+        eval mode: bound once at the top level, and no `.eval()` or `train(False)` anywhere."""
+        model = bindings(self.context)
+        if name in model.index(function) or name in model.global_names():
+            return False
+        values = model.index(self.context.module).get(name, [])
+        if len(values) != 1 or not isinstance(values[0], cst.Call):
+            return False
+        if _MODE_SWITCH.search(self.context.source):
+            return False
+        return bool(built_model(self.context, values[0]))
 
     def _state_from_callers(self, function: cst.FunctionDef, parameter: str) -> ModelState | None:
         """The model's state when every same-file call passes a known model in training mode."""
@@ -337,6 +360,10 @@ def _trains_directly(index: ScopeIndex, calls: list[cst.Call], model: str) -> bo
         ):
             return True
     return False
+
+
+# Any way a file may switch a model to eval mode.
+_MODE_SWITCH = re.compile(r"\.eval\s*\(|\.train\s*\(\s*(?:False|mode\s*=\s*False|[a-z_])")
 
 
 def _is_parameter(function: cst.FunctionDef, name: str) -> bool:

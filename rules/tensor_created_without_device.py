@@ -15,7 +15,8 @@ class TensorCreatedWithoutDevice(Rule):
     ## What it does
     Checks `forward` methods of `nn.Module` subclasses, and the methods of the class that
     `forward` calls (`self._mask(scores)`), for tensors created without `device=` that are
-    then combined with the input or the module's own parameters and buffers.
+    then combined with the input or the module's own parameters and buffers, also when a
+    helper method returns the tensor to `forward` (`h0 = self.init_hidden(batch_size)`).
 
     The factories are `torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`, `randint`,
     `arange`, `tensor`, `eye` and `linspace`; combining means arithmetic, comparisons,
@@ -72,9 +73,13 @@ class TensorCreatedWithoutDevice(Rule):
         classdef = self.context.enclosing_class()
         if classdef is None or not self.context.is_nn_module(classdef):
             return
+        helpers = _helpers_called_by(self.context, node, classdef)
         for finding in cpu_tensors_meeting_device(self.context, node, classdef):
-            self.report(finding.call, factory_message(finding))
-        for helper in _helpers_called_by(self.context, node, classdef):
+            # A helper's return value (`self.init_hidden(n)`) met the layers in forward.
+            made_in = next((h for h in helpers if _contains(h, finding.call)), None)
+            where = "forward" if made_in is None else f"{made_in.name.value}(), which forward calls"
+            self.report(finding.call, factory_message(finding, where))
+        for helper in helpers:
             if id(helper) in self._checked:
                 continue
             self._checked.add(id(helper))
@@ -102,6 +107,10 @@ def _helpers_called_by(
             found.append(target)
             pending.append(target)
     return found
+
+
+def _contains(function: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    return any(inner is node for inner in iter_scope_nodes(function))
 
 
 def _is_property(function: cst.FunctionDef) -> bool:

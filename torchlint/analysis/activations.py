@@ -31,7 +31,7 @@ from torchlint.semantic.bindings import (
     returns_with_paths,
     where_from_path,
 )
-from torchlint.semantic.calls import argument_for, call_sites
+from torchlint.semantic.calls import argument_for, call_sites, is_overridden
 from torchlint.semantic.project import project_imports
 from torchlint.semantic.values import MODULE_WRAPPERS, sequential_last_layer, unwrap_module_methods
 
@@ -325,6 +325,8 @@ class ActivationFlow:
             return None
         if isinstance(callee, cst.Call):
             return self._module_value(callee, where, depth + 1)
+        if isinstance(callee, cst.Name) and callee.value == "self" and where.cls is not None:
+            return self._self_output(where.cls)
         if not isinstance(callee, (cst.Name, cst.Attribute)):
             return None
         key = _visit_key("module", callee, where)
@@ -358,13 +360,22 @@ class ActivationFlow:
         if isinstance(passed_to, cst.FunctionDef):
             if first.sequential and self._is_mutated(holder, passed_to):
                 return None  # `model[-1] = nn.Identity()` inside the function
+            called = _callable_name(passed_to, where)
             return Activation(
                 first.kind,
                 first.describe(),
-                f"every call of `{passed_to.name.value}()` in this file passes a model:",
+                f"every call of `{called}()` in this file passes a model:",
                 first.sequential,
             )
         return first
+
+    def _self_output(self, classdef: cst.ClassDef) -> Activation | None:
+        """`self(x)` in a method: the class's own output, unless a subclass overrides forward."""
+        if not self.context.is_nn_module(classdef):
+            return None
+        if is_overridden(self.context, classdef, "forward"):
+            return None
+        return self._class_output(classdef)
 
     def _argument_values(self, name: str, where: Where) -> list[tuple[cst.BaseExpression, Where]]:
         """What every call of this file passes for the parameter `name` of the function
@@ -576,6 +587,14 @@ class ActivationFlow:
             )
             self._mutated[key] = pattern.search(text) is not None
         return self._mutated[key]
+
+
+def _callable_name(function: cst.FunctionDef, where: Where) -> str:
+    """`train`, or `Trainer` for a class's `__init__` (its calls are `Trainer(...)`)."""
+    owner = where.scopes[1] if len(where.scopes) > 1 else None
+    if function.name.value == "__init__" and isinstance(owner, cst.ClassDef):
+        return owner.name.value
+    return function.name.value
 
 
 def activation_flow(context: FileContext) -> ActivationFlow:

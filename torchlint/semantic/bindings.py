@@ -176,9 +176,13 @@ class Bindings:
         return found
 
     def reaching(
-        self, name: str, where: Where
+        self, name: str, where: Where, *, unpacked: bool = False
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None]:
-        """The one plain assignment of `name` that reaches the end of `where.path`, if any."""
+        """The one plain assignment of `name` that reaches the end of `where.path`, if any.
+
+        With `unpacked`, `a, b = <expr>` counts too, with the whole `<expr>` as the value of
+        each name it binds: enough to ask what the value was computed from.
+        """
         path = where.path
         assert path is not None
         for i in range(len(path) - 2, -1, -1):
@@ -188,7 +192,7 @@ class Bindings:
                 index = next((k for k, stmt in enumerate(body) if stmt is child), None)
                 if index is None:
                     continue
-                found = self._last_binding(name, body[:index], path[: i + 1], where)
+                found = self._last_binding(name, body[:index], path[: i + 1], where, unpacked)
                 if found is not None:
                     return found
                 continue
@@ -217,6 +221,7 @@ class Bindings:
         statements: list[cst.CSTNode],
         prefix: tuple[cst.CSTNode, ...],
         where: Where,
+        unpacked: bool = False,
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None] | None:
         """The last binding of `name` among straight-line `statements`; None if there is none."""
         for stmt in reversed(statements):
@@ -228,11 +233,13 @@ class Bindings:
                 # A `with` body runs straight through: look inside it.
                 inner = statement_list(stmt.body)
                 if inner is not None:
-                    found = self._last_binding(name, inner, (*prefix, stmt, stmt.body), where)
+                    found = self._last_binding(
+                        name, inner, (*prefix, stmt, stmt.body), where, unpacked
+                    )
                     if found is not None:
                         return found
                 return Reach.AMBIGUOUS, None, None
-            value, small = _assigned_value(stmt, name)
+            value, small = _assigned_value(stmt, name, unpacked)
             if value is None or small is None:
                 return Reach.AMBIGUOUS, None, None
             def_path = (*prefix, stmt) if small is stmt else (*prefix, stmt, small)
@@ -300,9 +307,12 @@ def statement_list(node: cst.CSTNode) -> list[cst.CSTNode] | None:
 
 
 def _assigned_value(
-    stmt: cst.CSTNode, name: str
+    stmt: cst.CSTNode, name: str, unpacked: bool = False
 ) -> tuple[cst.BaseExpression | None, cst.CSTNode | None]:
-    """The value and statement of the last binding of `name` in `stmt`, if a plain assignment."""
+    """The value and statement of the last binding of `name` in `stmt`, if a plain assignment.
+
+    With `unpacked`, also `a, b = <expr>` (one target, `<expr>` not a literal tuple or list).
+    """
     smalls = list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
     for small in reversed(smalls):
         bindings = sum(1 for bound, _ in _bindings_in(small) if bound == name)
@@ -312,6 +322,19 @@ def _assigned_value(
             direct = sum(1 for t in small.targets if dotted_name(t.target) == name)
             # Every binding must be a whole target: not unpacking, not a walrus in the value.
             if direct == bindings:
+                return small.value, small
+            if (
+                unpacked
+                and bindings == 1
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
+                and not isinstance(small.value, (cst.Tuple, cst.List))
+                and any(
+                    dotted_name(e.value) == name
+                    for e in small.targets[0].target.elements
+                    if not isinstance(e, cst.StarredElement)
+                )
+            ):
                 return small.value, small
         elif (
             isinstance(small, cst.AnnAssign)

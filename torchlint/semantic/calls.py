@@ -1,6 +1,7 @@
 """Calls inside a file: which same-file function a call runs, and where each is called.
 
-`helper(...)` and `self.train_step(...)` resolve to their definitions, so values can flow
+`helper(...)` and `self.train_step(...)` resolve to their definitions (and, for call sites,
+`Trainer(...)` to the class's `__init__`), so values can flow
 into a helper through its arguments and back through its return. The answer is certain or
 None: a name bound more than once at the top level, a method overridden in a subclass, or a
 call through any other object is not resolved.
@@ -42,13 +43,13 @@ def call_target(
         and isinstance(func, cst.Attribute)
         and isinstance(func.value, cst.Name)
         and func.value.value == "self"
-        and not _is_overridden(context, cls, func.attr.value)
+        and not is_overridden(context, cls, func.attr.value)
     ):
         return method(cls, func.attr.value)
     return None
 
 
-def _is_overridden(context: FileContext, cls: cst.ClassDef, name: str) -> bool:
+def is_overridden(context: FileContext, cls: cst.ClassDef, name: str) -> bool:
     """Whether a same-file subclass of `cls` defines its own `name`."""
     for other in context.class_defs().values():
         if other is cls or method(other, name) is None:
@@ -82,10 +83,22 @@ class CallSites:
             path = (*parents, node)
             if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)):
                 target = call_target(self.context, node, enclosing_class(list(path)))
+                if target is None:
+                    target = _constructor(self.context, node)
                 if target is not None:
                     found.setdefault(id(target), []).append((node, path))
             stack.extend((child, path) for child in iter_children(node))
         return found
+
+
+def _constructor(context: FileContext, call: cst.Call) -> cst.FunctionDef | None:
+    """`Trainer(model)`: the `__init__` of a same-file class the call builds."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    if bindings(context).index(context.module).get(call.func.value, [None]) != [None]:
+        return None  # the name is rebound at the top level
+    classdef = context.class_defs().get(call.func.value)
+    return method(classdef, "__init__") if classdef is not None else None
 
 
 def call_sites(context: FileContext) -> CallSites:
@@ -99,8 +112,10 @@ def argument_for(call: cst.Call, function: cst.FunctionDef, name: str) -> cst.Ba
         return None
     params = [*function.params.posonly_params, *function.params.params]
     names = [p.name.value for p in params]
-    if isinstance(call.func, cst.Attribute) and names[:1] == ["self"]:
-        names = names[1:]  # `self.method(x)`: x goes to the second parameter
+    if names[:1] == ["self"] and (
+        isinstance(call.func, cst.Attribute) or function.name.value == "__init__"
+    ):
+        names = names[1:]  # `self.method(x)`, `Trainer(x)`: x goes to the second parameter
     for index, arg in enumerate(a for a in call.args if a.keyword is None):
         if index < len(names) and names[index] == name:
             return arg.value

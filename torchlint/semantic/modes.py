@@ -14,8 +14,10 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
+from torchlint.semantic.bindings import bindings, returns_with_paths
 from torchlint.semantic.calls import call_target
 from torchlint.semantic.flow import ScopeIndex, scope_index
+from torchlint.semantic.project import project_imports
 from torchlint.semantic.training import is_backward_call, mode_call, switched_mode
 from torchlint.semantic.values import MODULE_PASSTHROUGH_METHODS, MODULE_WRAPPERS
 from torchlint.walker import iter_descendants
@@ -148,7 +150,7 @@ def _is_mode_layer(context: FileContext, call: cst.Call) -> bool:
     return False
 
 
-def built_model(context: FileContext, call: cst.Call) -> bool | None:
+def built_model(context: FileContext, call: cst.Call, depth: int = 0) -> bool | None:
     """True when `call` builds a model with dropout / batch norm, None when unknown."""
     qualified = context.qualified_name(call.func) or ""
     if qualified.startswith("torchvision.models."):
@@ -159,6 +161,23 @@ def built_model(context: FileContext, call: cst.Call) -> bool | None:
     name = dotted_name(call.func)
     if name is not None and "." not in name and name in mode_layer_classes(context):
         return True
+    imports = project_imports(context)
+    symbol = imports.symbol(call.func) if imports is not None else None
+    summary = imports.summary(symbol) if imports is not None and symbol is not None else None
+    if summary is not None and symbol is not None and symbol.name in summary.mode_layer_classes:
+        return True  # a class of another project file (`from models import Net`)
+    if isinstance(call.func, cst.Name) and depth < 3:
+        # `make_model()`: a same-file factory whose every return builds such a model.
+        factory = bindings(context).top_level_function(call.func.value)
+        if factory is not None:
+            values = [path[-1] for path in returns_with_paths(context.module, factory)]
+            if values and all(
+                isinstance(r, cst.Return)
+                and isinstance(r.value, cst.Call)
+                and built_model(context, r.value, depth + 1)
+                for r in values
+            ):
+                return True
     return None
 
 

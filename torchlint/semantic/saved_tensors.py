@@ -1,12 +1,13 @@
 """Outputs autograd saves for the backward pass, and whether a graph records them (TL201).
 
-`sigmoid`, `tanh`, `exp`, `softmax`, `sqrt`, `norm`, `relu`, ... compute their gradient from
-their own output, so autograd keeps that output; changing it in place before `backward()`
-makes the backward pass fail ("one of the variables needed for gradient computation has been
-modified by an inplace operation"). Only values whose origin is certain are followed (the
-single assignment that reaches the change, from the semantic model's bindings), and only in
-code that records a graph for training: a module's `forward` whose input comes from a layer
-or parameter of the module, and a loss function whose prediction argument feeds the op.
+`sigmoid`, `tanh`, `exp`, `softmax`, `sqrt`, `norm`, `relu`, `torch.pow(2.0, x)`, ... compute
+their gradient from their own output, so autograd keeps that output; changing it in place
+before `backward()` makes the backward pass fail ("one of the variables needed for gradient
+computation has been modified by an inplace operation"). Only values whose origin is certain
+are followed (the single assignment that reaches the change, from the semantic model's
+bindings), and only in code that records a graph for training: a module's `forward` whose input
+comes from a layer or parameter of the module, and a loss function whose prediction argument
+feeds the op.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def saved_output(
     if op.startswith("."):  # `h.sigmoid()`: the receiver is the input
         assert isinstance(value.func, cst.Attribute)
         argument = value.func.value
+    elif op == _SCALAR_BASE_POW:  # `torch.pow(2.0, x)`: the exponent is the input
+        argument = value.args[1].value
     else:
         argument = value.args[0].value
     if not _depends_on(context, argument, where, sources, 0):
@@ -102,10 +105,20 @@ def saved_output(
     return SavedOutput(op)
 
 
+_SCALAR_BASE_POW = "torch.pow"
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
 def _saved_op(context: FileContext, call: cst.Call) -> str | None:
     if any(a.keyword is not None and a.keyword.value == "inplace" for a in call.args):
         return None
     qualified = context.call_name(call)
+    if qualified == "torch.pow":
+        # A number raised to a tensor power: the gradient is computed from the output.
+        args = call.args
+        plain = len(args) == 2 and not any(a.star or a.keyword for a in args)
+        number = plain and isinstance(args[0].value, (cst.Integer, cst.Float))
+        return _SCALAR_BASE_POW if number else None
     if qualified is not None:
         if qualified in _SAVED_OUTPUT_FUNCTIONS and call.args and not call.args[0].star:
             return f"{context.code(call.func)}"
@@ -173,10 +186,16 @@ def _depends_on(
             return True
         if isinstance(node, cst.Attribute) and dotted_name(node) in ("self.weight", "self.bias"):
             return "self" in sources
+        if (
+            isinstance(node, cst.Attribute)
+            and "self" in sources
+            and _is_own_parameter(context, node, where)
+        ):
+            return True
         if isinstance(node, cst.Name) and node.value in sources and node.value != "self":
             return True
         if isinstance(node, cst.Name) and where.path is not None and node.value != "self":
-            status, value, at = model.reaching(node.value, where)
+            status, value, at = model.reaching(node.value, where, unpacked=True)
             if (
                 status is Reach.FOUND
                 and value is not None
@@ -185,6 +204,18 @@ def _depends_on(
             ):
                 return True
     return False
+
+
+def _is_own_parameter(context: FileContext, node: cst.Attribute, where: Where) -> bool:
+    """`self.scale`, where the class only ever assigns it an `nn.Parameter(...)`."""
+    name = dotted_name(node)
+    if name is None or not name.startswith("self.") or name.count(".") != 1 or where.cls is None:
+        return False
+    values = bindings(context).self_attribute(name, where.cls)
+    return bool(values) and all(
+        isinstance(value, cst.Call) and context.call_name(value) in _PARAMETER_CLASSES
+        for value, _ in values
+    )
 
 
 def _is_self_call(call: cst.Call) -> bool:

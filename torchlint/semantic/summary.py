@@ -1,4 +1,4 @@
-"""A file's summary for the files that import it: its module classes and what its models output.
+"""A file's summary for the files that import it: its module classes and what its models do.
 
 Small, JSON-serialisable and computed from the file alone, so summaries are cached by content
 and join cheaply: a rule in `train.py` asks what `models.Net` outputs without parsing
@@ -39,6 +39,9 @@ class FileSummary:
     module_classes: list[str] = field(default_factory=list)
     #: Classes, factory functions and module-level models whose output is an activation's.
     outputs: dict[str, OutputFact] = field(default_factory=dict)
+    #: Module classes whose layers behave differently in training and eval mode (dropout,
+    #: batch norm), directly or through same-file submodules and bases.
+    mode_layer_classes: list[str] = field(default_factory=list)
 
     def defines(self, name: str) -> bool:
         """Whether the summary knows `name` (a module class or a model fact)."""
@@ -48,6 +51,7 @@ class FileSummary:
         return {
             "module_classes": self.module_classes,
             "outputs": {k: [v.kind, v.source, v.via, v.role] for k, v in self.outputs.items()},
+            "mode_layer_classes": self.mode_layer_classes,
         }
 
     @classmethod
@@ -55,16 +59,19 @@ class FileSummary:
         return cls(
             list(data["module_classes"]),
             {k: OutputFact(*v) for k, v in data["outputs"].items()},
+            list(data["mode_layer_classes"]),
         )
 
 
-# Without one of these a file has no model whose output is an activation's.
+# Without one of these a file has no model whose output is an activation's, and no layer
+# that behaves differently in eval mode.
 _ACTIVATION_TOKENS = ("softmax", "Softmax", "sigmoid", "Sigmoid", "expit")
+_MODE_LAYER_TOKENS = ("Dropout", "BatchNorm", "Transformer", "dropout", "RReLU")
 
 
 def summarize_source(source: str, path: str) -> FileSummary | None:
     """The summary of a file's text; None when it does not parse."""
-    if not any(token in source for token in _ACTIVATION_TOKENS):
+    if not any(token in source for token in (*_ACTIVATION_TOKENS, *_MODE_LAYER_TOKENS)):
         # Only the module classes are needed: Python's own parser finds them many times
         # faster than a LibCST parse (an imported file is often the project's largest).
         classes = _module_classes_fast(source)
@@ -82,6 +89,7 @@ def summarize(context: FileContext) -> FileSummary:
     """Compute the summary of a parsed file (imported files are not looked into)."""
     # The output facts are the activation analysis' answers about top-level definitions.
     from torchlint.analysis.activations import activation_flow
+    from torchlint.semantic.modes import mode_layer_classes
 
     flow = activation_flow(context)
     summary = FileSummary()
@@ -89,6 +97,7 @@ def summarize(context: FileContext) -> FileSummary:
     summary.module_classes = [name for name, c in classes.items() if context.is_nn_module(c)]
     if "torch" not in context.source:
         return summary
+    summary.mode_layer_classes = sorted(mode_layer_classes(context))
     for name, (role, activation) in flow.top_level_outputs().items():
         summary.outputs[name] = OutputFact(
             activation.kind, activation.source, activation.via or "", role

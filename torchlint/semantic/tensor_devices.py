@@ -21,6 +21,7 @@ from torchlint.analysis.call_args import keyword, positional
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.semantic.bindings import statement_list
+from torchlint.semantic.calls import call_target
 from torchlint.semantic.candidates import target_names
 from torchlint.semantic.devices import device_arg_kind, module_device_state, move_kind
 
@@ -293,11 +294,19 @@ class _MethodFlow:
     """Follows where tensors live through one method of a module class."""
 
     def __init__(
-        self, context: FileContext, function: cst.FunctionDef, classdef: cst.ClassDef
+        self,
+        context: FileContext,
+        function: cst.FunctionDef,
+        classdef: cst.ClassDef,
+        depth: int = 0,
     ) -> None:
         self.context = context
         self.function = function
+        self.classdef = classdef
+        self.depth = depth
         self.state = module_device_state(context, classdef)
+        #: What each `return` gives back (a helper's CPU tensors reach forward through them).
+        self.returned: list[Kind] = []
         self.env: dict[str, Kind] = {}
         self.flagged: dict[int, _Cpu] = {}
 
@@ -370,7 +379,7 @@ class _MethodFlow:
         elif isinstance(node, cst.Expr):
             self.eval(node.value)
         elif isinstance(node, cst.Return) and node.value is not None:
-            self.eval(node.value)
+            self.returned.append(self.eval(node.value))
         elif isinstance(node, cst.Del):
             for name in target_names(node.target):
                 self.env.pop(name, None)
@@ -543,11 +552,23 @@ class _MethodFlow:
                 return self._combine(kinds)
             if callee in self.state.submodules:  # a module of this file may take CPU shape tensors
                 return _DEV if _DEV in kinds else None
-            return None
+            return self._helper_result(call)
         if isinstance(func, cst.Attribute):
             return self._method(call, func)
         self._args(call)
         return None
+
+    def _helper_result(self, call: cst.Call) -> Kind:
+        """`self.init_hidden(n)`: the CPU tensors a method of the class always returns."""
+        helper = call_target(self.context, call, self.classdef)
+        if helper is None or helper is self.function or self.depth >= 2:
+            return None
+        inner = _MethodFlow(self.context, helper, self.classdef, self.depth + 1)
+        inner._block(statement_list(helper.body) or [])
+        if len(inner.returned) != 1:
+            return None
+        result = inner.returned[0]
+        return result if all(isinstance(k, _Cpu) for k in _flatten(result)) else None
 
     def _method(self, call: cst.Call, func: cst.Attribute) -> Kind:
         receiver = self.eval(func.value)

@@ -37,6 +37,7 @@ _CREATION = frozenset(
         "randint",
         "arange",
         "linspace",
+        "normal",
         "logspace",
         "eye",
         "zeros_like",
