@@ -9,6 +9,8 @@ call through any other object is not resolved.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import libcst as cst
 
 from torchlint.context import FileContext
@@ -123,3 +125,14 @@ def argument_for(call: cst.Call, function: cst.FunctionDef, name: str) -> cst.Ba
         if arg.keyword is not None and arg.keyword.value == name:
             return arg.value
     return None
+
+
+def spread_to_callers(found: set[str], callees: Mapping[str, set[str]]) -> None:
+    """Add to `found` every name whose `callees` reach, directly or not, a name in `found`."""
+    changed = True
+    while changed:
+        changed = False
+        for name, called in callees.items():
+            if name not in found and called & found:
+                found.add(name)
+                changed = True

@@ -15,7 +15,7 @@ import libcst as cst
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.semantic.bindings import bindings, returns_with_paths
-from torchlint.semantic.calls import call_target
+from torchlint.semantic.calls import call_target, spread_to_callers
 from torchlint.semantic.flow import ScopeIndex, scope_index
 from torchlint.semantic.project import project_imports
 from torchlint.semantic.training import is_backward_call, mode_call, switched_mode
@@ -125,13 +125,7 @@ def _mode_layer_classes(context: FileContext) -> frozenset[str]:
             if callee is not None:
                 used.add(callee)
         uses[name] = used
-    changed = True
-    while changed:
-        changed = False
-        for name, used in uses.items():
-            if name not in found and used & found:
-                found.add(name)
-                changed = True
+    spread_to_callers(found, uses)
     return frozenset(found)
 
 

@@ -17,7 +17,7 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
-from torchlint.semantic.calls import call_target
+from torchlint.semantic.calls import call_target, spread_to_callers
 from torchlint.semantic.flow import ScopeIndex, names_in, scope_index
 from torchlint.semantic.optimizers import optimizer_step
 from torchlint.semantic.values import is_functional_loss, unwrap_module_methods
@@ -292,13 +292,7 @@ def _gradient_functions(context: FileContext) -> GradientFunctions:
                         ):
                             clearing.add(name)
     for found in (clearing, backward):
-        changed = True
-        while changed:
-            changed = False
-            for name, calls in callees.items():
-                if name not in found and calls & found:
-                    found.add(name)
-                    changed = True
+        spread_to_callers(found, callees)
     return GradientFunctions(clearing, backward, set(functions))
 
 
