@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
 import json
 import os
 import re
@@ -391,6 +390,8 @@ def _report(
 
 
 def _version_command() -> int:
+    import importlib.metadata
+
     print(f"torchlint {__version__}")
     try:
         torch = f"torch {importlib.metadata.version('torch')} (shape checks available)"

@@ -14,9 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pathspec
-
 from torchlint.errors import TorchlintError
+from torchlint.path_patterns import PathPatterns
 from torchlint.selection import enabled_codes, validate
 
 if sys.version_info >= (3, 11):
@@ -90,7 +89,7 @@ class Config:
     respect_gitignore: bool = True
 
     @property
-    def exclude_spec(self) -> pathspec.PathSpec:
+    def exclude_spec(self) -> PathPatterns:
         return _spec(self.exclude + self.extend_exclude)
 
 
@@ -123,8 +122,8 @@ class FileSettings:
 
 
 @cache
-def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+def _spec(patterns: tuple[str, ...]) -> PathPatterns:
+    return PathPatterns(patterns)
 
 
 def _string_list(value: object, key: str, where: Path | str) -> tuple[str, ...]:
@@ -277,6 +276,7 @@ def clear_cache() -> None:
     _config_in.cache_clear()
     find_config.cache_clear()
     _directory_config.cache_clear()
+    _real_directory.cache_clear()
     _enabled.cache_clear()
     _explicit_config.cache_clear()
     _OVERRIDDEN.clear()
@@ -332,7 +332,17 @@ def command_line_settings(settings: tuple[str, ...]) -> dict[str, Any]:
 @cache
 def _directory_config(directory: str) -> Config:
     # Resolved once per folder: resolving every file's path costs a stat per component.
-    return find_config(Path(directory).resolve()) or Config(root=Path.cwd())
+    return find_config(Path(_real_directory(directory))) or Config(root=Path.cwd())
+
+
+@cache
+def _real_directory(directory: str) -> str:
+    """An absolute folder with its links resolved, from its parent's answer: one `lstat`
+    per folder of a walk, not one per component of each."""
+    parent = os.path.dirname(directory)
+    if parent == directory or os.path.islink(directory):
+        return os.path.realpath(directory)
+    return os.path.join(_real_directory(parent), os.path.basename(directory))
 
 
 @cache

@@ -6,10 +6,12 @@ import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from torchlint.config import Overrides, config_for, file_filter, is_excluded
+
+if TYPE_CHECKING:
+    import pathspec
 
 
 @dataclass
@@ -118,6 +120,8 @@ def _gitignore_in(directory: Path) -> list[_Ignore]:
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
+    import pathspec  # only where there is a .gitignore
+
     return [_Ignore(directory, pathspec.GitIgnoreSpec.from_lines(lines))]
 
 

@@ -6,15 +6,12 @@ torch is importable and they are enabled.
 
 from __future__ import annotations
 
-import difflib
+import functools
 import hashlib
-import importlib.metadata
-import multiprocessing
 import os
 import sys
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,13 +75,24 @@ class RunResult:
 class _Task:
     display: str
     path: Path | None
-    data: bytes
+    #: The file's bytes; None when its key was found by its stamps (read when needed).
+    raw: bytes | None
     settings: FileSettings
     key: str
     #: Where imported project files' summaries are cached; None for memory only.
     summary_dir: Path | None = None
     #: What `key` was computed from, for the cache to find it by later (None: found so).
     stamps: Stamps | None = None
+
+    @functools.cached_property
+    def data(self) -> bytes:
+        """The file's bytes: a warm run serves most files from the cache without them."""
+        if self.raw is not None or self.path is None:
+            return self.raw or b""
+        try:
+            return self.path.read_bytes()
+        except OSError:  # gone since it was found: its cached findings stand
+            return b""
 
 
 def display_path(path: Path) -> str:
@@ -115,7 +123,8 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
                     f" ({settings.config.max_file_size_kb})"
                 )
                 continue
-            data = path.read_bytes()
+            key = cache.known_key(display, _settings_key(settings)) if cache.enabled else ""
+            data = None if key else path.read_bytes()
         except OSError as exc:
             from torchlint.engine import SYNTAX_ERROR, file_error
 
@@ -123,9 +132,8 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
                 reason = exc.strerror or type(exc).__name__
                 result.diagnostics.append(file_error(display, f"cannot read file: {reason}"))
             continue
-        key = cache.known_key(display, _settings_key(settings)) if cache.enabled else ""
         stamps = None
-        if key is None:
+        if key is None and data is not None:
             stamps = {os.path.abspath(path): [info.st_mtime_ns, info.st_size]}
             key = cache_key(
                 data,
@@ -240,6 +248,10 @@ def _lint_all(
             progress("files", hits + len(done), len(tasks))
 
     if jobs > 1 and len(misses) >= _PARALLEL_THRESHOLD:
+        # Only a cold run needs worker processes: a warm one does not import them.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
         context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
         # Small chunks, taken as they finish: progress (and the first result) come early.
         size = max(1, min(len(misses) // (jobs * 8), _MAX_CHUNK))
@@ -388,6 +400,8 @@ def _shape_keys(candidates: list[_Task], evidence: list[_Task]) -> dict[str, str
             digest.update(path.encode() + b"\0" + Path(path).read_bytes() + b"\0")
         except OSError:
             return None
+    import importlib.metadata
+
     try:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
@@ -431,6 +445,8 @@ def _fix_shapes(
             remaining.extend(found)
             continue
         if options.fix_mode == "diff":
+            import difflib
+
             result.fixed_text.append(
                 "".join(
                     difflib.unified_diff(
