@@ -228,3 +228,20 @@ async def test_shape_runner_without_an_engine_turns_itself_off() -> None:
     assert await runner.check("m.py", "x = 1\n") is None
     assert runner.available is False
     await runner.aclose()
+
+
+@pytest.mark.parametrize(("target", "reported"), [("2.4", True), ("2.8", False)])
+def test_buffers_target_the_configured_torch_like_the_command_line(
+    tmp_path: Path, target: str, reported: bool
+) -> None:
+    from torchlint.server.app import CellText, lint_document, lint_notebook
+
+    (tmp_path / "pyproject.toml").write_text(f'[tool.torchlint]\ntorch-version = "{target}"\n')
+    path = tmp_path / "load.py"
+    source = "import torch\n\n\ndef load(path):\n    return torch.load(path)\n"
+    path.write_text(source)
+    linted = lint_document(path, "load.py", source, tmp_path, "utf-16")
+    assert ("TL304" in [d.code for d in linted.diagnostics]) is reported
+    cells = [CellText("cell", source, 1, 1)]
+    notebook = lint_notebook(path, "load.ipynb", cells, tmp_path, "utf-16")
+    assert ("TL304" in [d.code for d in notebook.diagnostics]) is reported

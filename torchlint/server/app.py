@@ -78,7 +78,9 @@ class Linted:
 
     def lint(self, source: str) -> list[Diagnostic]:
         """Lint another text of this document as this lint did (fix-all's passes)."""
-        return lint_source(source, self.display, self.settings.enabled)
+        return lint_source(
+            source, self.display, self.settings.enabled, torch_version=self.settings.torch_version
+        )
 
 
 @dataclass
@@ -96,7 +98,9 @@ class CellLinted(Linted):
         """This cell's findings with `source` in its place, the other cells unchanged."""
         sources = list(self.sources)
         sources[self.index] = source
-        found = lint_cells(sources, self.display, self.settings.enabled)
+        found = lint_cells(
+            sources, self.display, self.settings.enabled, self.settings.torch_version
+        )
         return [d for d in found if d.cell == self.index + 1]
 
 
@@ -162,14 +166,23 @@ def lint_document(
         return Linted(text, display, settings, [])
     too_large = _over_size_limit(source, display, settings)
     if too_large or not active_rules(source, settings.enabled):
-        diagnostics = too_large or lint_source(source, display, settings.enabled)
+        diagnostics = too_large or lint_source(
+            source, display, settings.enabled, torch_version=settings.torch_version
+        )
         return Linted(text, display, settings, diagnostics)
     parsed = reparse(previous, source)
     if not isinstance(parsed, ParsedText):  # why it does not parse
-        diagnostics = lint_source(source, display, settings.enabled, parsed=parsed)
+        diagnostics = lint_source(
+            source, display, settings.enabled, torch_version=settings.torch_version, parsed=parsed
+        )
         return Linted(text, display, settings, diagnostics)
     diagnostics = lint_source(
-        source, display, settings.enabled, parsed=parsed.module, locator=parsed.locate
+        source,
+        display,
+        settings.enabled,
+        torch_version=settings.torch_version,
+        parsed=parsed.module,
+        locator=parsed.locate,
     )
     return Linted(text, display, settings, diagnostics, parsed)
 
@@ -187,14 +200,21 @@ def _over_size_limit(source: str, display: str, settings: DocumentSettings) -> l
     ]
 
 
-def lint_cells(sources: Sequence[str], display: str, enabled: frozenset[str]) -> list[Diagnostic]:
+def lint_cells(
+    sources: Sequence[str],
+    display: str,
+    enabled: frozenset[str],
+    torch_version: str | None = None,
+) -> list[Diagnostic]:
     """Lint code cells as one notebook; findings name their cell (`cell=i + 1` for `sources[i]`)
     and count lines within it."""
-    return _lint_joined(notebook_from_cells(list(sources)), display, enabled)
+    return _lint_joined(notebook_from_cells(list(sources)), display, enabled, torch_version)
 
 
-def _lint_joined(notebook: Notebook, display: str, enabled: frozenset[str]) -> list[Diagnostic]:
-    found = lint_source(notebook.source, display, enabled)
+def _lint_joined(
+    notebook: Notebook, display: str, enabled: frozenset[str], torch_version: str | None
+) -> list[Diagnostic]:
+    found = lint_source(notebook.source, display, enabled, torch_version=torch_version)
     return [to_cell_diagnostic(notebook, d) for d in found]
 
 
@@ -210,7 +230,7 @@ def lint_notebook(
     else:
         found = [
             replace(d, cell=1) for d in _over_size_limit(notebook.source, display, settings)
-        ] or _lint_joined(notebook, display, settings.enabled)
+        ] or _lint_joined(notebook, display, settings.enabled, settings.torch_version)
     shares: list[list[Diagnostic]] = [[] for _ in cells]
     for d in found:
         if d.cell is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint.registry import all_rules
+from torchlint.torch_version import target_torch_version
 
 #: Configuration files; a change to one re-reads configuration and re-lints open documents.
 CONFIG_FILE_NAMES = ("pyproject.toml", "torchlint.toml")
@@ -68,6 +69,8 @@ class DocumentSettings:
     max_file_size_kb: int = 4096
     #: Why the configuration could not be used (the defaults apply instead).
     error: str | None = None
+    #: The torch release the code targets (`torch-version`, else the installed torch).
+    torch_version: str | None = field(default_factory=lambda: target_torch_version(None))
 
     @property
     def wants_shapes(self) -> bool:
@@ -105,6 +108,7 @@ def settings_for(path: Path | None, root: Path | None) -> DocumentSettings:
         declared_shapes=dict(getattr(table, "declared_shapes", ())),
         excluded=bool(excluded),
         max_file_size_kb=getattr(table, "max_file_size_kb", DocumentSettings.max_file_size_kb),
+        torch_version=target_torch_version(getattr(table, "torch_version", None)),
     )
 
 
