@@ -33,6 +33,7 @@ from torchlint.semantic.devices import (
     scope_moves,
 )
 from torchlint.semantic.loaders import batch_move, batch_move_in, loader_of
+from torchlint.semantic.tensor_devices import COMBINING_FUNCTIONS, COMBINING_METHODS
 from torchlint.semantic.values import is_functional_loss
 from torchlint.walker import iter_descendants
 
@@ -179,6 +180,19 @@ class BatchFlow:
             return None
         code = self.context.code(expr)
         return None if any(marker in code for marker in _CPU_MARKERS) else found
+
+    def combined_output(self, call: cst.Call) -> ModelMove | None:
+        """The model move behind a device output that `call` combines its other tensor
+        arguments with: `pred.eq(y)`, `out.sub(y)`, `torch.cat([out, y])`."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in COMBINING_METHODS:
+            found = self.device_output(func.value)
+            if found is not None:
+                return found
+        qualified = self.context.call_name(call)
+        if qualified is not None and qualified.removeprefix("torch.") in COMBINING_FUNCTIONS:
+            return next((m for a in call.args if (m := self.device_output(a.value))), None)
+        return None
 
     def is_loss(self, call: cst.Call) -> bool:
         """`F.cross_entropy(...)`, `nn.MSELoss()(...)`, or `criterion(...)` holding a loss."""
