@@ -26,9 +26,9 @@ class BatchNotMovedToDevice(Rule):
     """
     ## What it does
     Checks for tensors drawn from a data loader that reach a model (or its loss, or a tensor
-    operation with its output such as `pred.eq(labels)` or `torch.cat([out, y])`) on a GPU
-    without being moved there, in a function that moves the model with `model.to(device)`
-    or `model.cuda()`.
+    operation with its output: `pred == labels`, `out - y`, `pred.eq(labels)`,
+    `torch.cat([out, y])`) on a GPU without being moved there, in a function that moves the
+    model with `model.to(device)` or `model.cuda()`.
 
     Loader batches are followed through `for x, y in loader`, `enumerate(loader)`,
     `x, y = batch`, `batch["input_ids"]` and `batch = next(iter(loader))`. A batch counts
@@ -142,17 +142,27 @@ class BatchNotMovedToDevice(Rule):
             return
         flow = BatchFlow(self.context, scope, classdef, moves)
         reported: set[tuple[int, str]] = set()
-        for call in flow.calls():
-            operands = [(arg.value, arg.star == "**") for arg in call.args]
-            move = moves.model_move(call)
-            if move is None and flow.is_loss(call):
-                # A loss that meets a model's output on the device meets its targets there too.
-                move = next((m for a in call.args if (m := flow.device_output(a.value))), None)
-            elif move is None:
-                move = flow.combined_output(call)  # `pred.eq(y)`: a tensor op on the device
-                operands = [(value, False) for value in _tensor_operands(call)]
-            elif move is not None and any(is_device_name(arg.value) for arg in call.args):
-                continue  # `model(x, device)`: the model is told where its inputs go
+        for node in flow.operations():
+            if not isinstance(node, cst.Call):
+                found = flow.tensor_operation(node)  # `pred == y`, `out - y` on the device
+                if found is None:
+                    continue
+                move, operands = found[0], [(value, False) for value in found[1]]
+            else:
+                call = node
+                operands = [(arg.value, arg.star == "**") for arg in call.args]
+                move = moves.model_move(call)
+                if move is None and flow.is_loss(call):
+                    # A loss that meets a model's output on the device meets its targets there.
+                    args = call.args
+                    move = next((m for a in args if (m := flow.device_output(a.value))), None)
+                elif move is None:
+                    found = flow.tensor_operation(call)  # `pred.eq(y)`, `torch.cat([out, y])`
+                    if found is None:
+                        continue
+                    move, operands = found[0], [(value, False) for value in found[1]]
+                elif any(is_device_name(arg.value) for arg in call.args):
+                    continue  # `model(x, device)`: the model is told where its inputs go
             if move is None:
                 continue
             for value, star_kwargs in operands:
@@ -167,18 +177,6 @@ class BatchNotMovedToDevice(Rule):
                 # `{line}` is filled in with the move's line when the finding is located.
                 message = batch_message(found, star_kwargs, move, "{line}")
                 self.report(value, message, line_of=move.call)
-
-
-def _tensor_operands(call: cst.Call) -> list[cst.BaseExpression]:
-    """The tensors a tensor operation takes: its arguments, and the elements of a list or
-    tuple argument (`torch.cat([out, y])`)."""
-    found: list[cst.BaseExpression] = []
-    for arg in call.args:
-        if isinstance(arg.value, (cst.List, cst.Tuple)):
-            found.extend(e.value for e in arg.value.elements)
-        else:
-            found.append(arg.value)
-    return found
 
 
 # Sequence lengths: `pack_padded_sequence` takes them on the CPU, so they are not moved.
