@@ -128,25 +128,49 @@ def _parse_fast(source: str) -> ast.Module | None:
 
 
 def _may_build_containers(tree: ast.Module) -> bool:
-    """Whether a top-level function may return a container it builds (`return layers`,
-    `return [...]`) and calls a class (`nn.Linear(...)`): then the file is parsed in full to
-    tell which functions return plain containers of modules."""
-    containers = (ast.Name, ast.List, ast.ListComp, ast.Tuple, ast.Dict, ast.DictComp)
+    """Whether a top-level function may return a container of objects it builds (`return
+    [Block(d) for d in dims]`, or `layers.append(nn.Linear(...))` then `return layers`):
+    then the file is parsed in full to tell which functions return plain containers of
+    modules."""
+    displays = (ast.List, ast.ListComp, ast.Tuple, ast.Set, ast.SetComp, ast.Dict, ast.DictComp)
     for function in tree.body:
         if not isinstance(function, ast.FunctionDef):
             continue
-        nodes = list(ast.walk(function))
-        if any(
-            isinstance(n, ast.Return) and isinstance(n.value, containers) for n in nodes
-        ) and any(
-            isinstance(n, ast.Call)
-            and (
-                (isinstance(n.func, ast.Attribute) and n.func.attr[:1].isupper())
-                or (isinstance(n.func, ast.Name) and n.func.id[:1].isupper())
-            )
-            for n in nodes
-        ):
-            return True
+        filled: set[str] = set()  # locals that receive a built object
+        returned: list[ast.expr] = []
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                returned.append(node.value)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and any(_builds(arg) for arg in node.args)
+            ):
+                filled.add(node.func.value.id)  # `layers.append(nn.Linear(...))`
+            elif isinstance(node, (ast.Assign, ast.AugAssign)) and _builds(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    while isinstance(target, ast.Subscript):
+                        target = target.value  # `heads[name] = nn.Linear(...)`
+                    if isinstance(target, ast.Name):
+                        filled.add(target.id)
+        for value in returned:
+            if (isinstance(value, displays) and _builds(value)) or (
+                isinstance(value, ast.Name) and value.id in filled
+            ):
+                return True
+    return False
+
+
+def _builds(expr: ast.expr) -> bool:
+    """Whether `expr` calls a class (a capitalised name: `nn.Linear(...)`, `Block(...)`)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name[:1].isupper():
+                return True
     return False
 
 
