@@ -13,6 +13,7 @@ from torchlint.rule import Rule
 from torchlint.semantic.batches import (
     BatchFlow,
     BatchUse,
+    Operation,
     assume_argument_models,
     caller_model_moves,
 )
@@ -143,28 +144,10 @@ class BatchNotMovedToDevice(Rule):
         flow = BatchFlow(self.context, scope, classdef, moves)
         reported: set[tuple[int, str]] = set()
         for node in flow.operations():
-            if not isinstance(node, cst.Call):
-                found = flow.tensor_operation(node)  # `pred == y`, `out - y` on the device
-                if found is None:
-                    continue
-                move, operands = found[0], [(value, False) for value in found[1]]
-            else:
-                call = node
-                operands = [(arg.value, arg.star == "**") for arg in call.args]
-                move = moves.model_move(call)
-                if move is None and flow.is_loss(call):
-                    # A loss that meets a model's output on the device meets its targets there.
-                    args = call.args
-                    move = next((m for a in args if (m := flow.device_output(a.value))), None)
-                elif move is None:
-                    found = flow.tensor_operation(call)  # `pred.eq(y)`, `torch.cat([out, y])`
-                    if found is None:
-                        continue
-                    move, operands = found[0], [(value, False) for value in found[1]]
-                elif any(is_device_name(arg.value) for arg in call.args):
-                    continue  # `model(x, device)`: the model is told where its inputs go
-            if move is None:
+            meeting = _device_meeting(flow, node)
+            if meeting is None:
                 continue
+            move, operands = meeting
             for value, star_kwargs in operands:
                 found = flow.batch(value)
                 if found is None or (id(found.batch.loop), found.variable) in reported:
@@ -177,6 +160,27 @@ class BatchNotMovedToDevice(Rule):
                 # `{line}` is filled in with the move's line when the finding is located.
                 message = batch_message(found, star_kwargs, move, "{line}")
                 self.report(value, message, line_of=move.call)
+
+
+def _device_meeting(
+    flow: BatchFlow, node: Operation
+) -> tuple[ModelMove, list[tuple[cst.BaseExpression, bool]]] | None:
+    """Where `node` brings tensors to the device: the model move behind it (a model call, a
+    loss of a model's output, a tensor operation with one) and its operands, each with
+    whether it is passed as `**kwargs`."""
+    if isinstance(node, cst.Call):
+        arguments = [(arg.value, arg.star == "**") for arg in node.args]
+        move = flow.moves.model_move(node)
+        if move is not None:
+            if any(is_device_name(arg.value) for arg in node.args):
+                return None  # `model(x, device)`: the model is told where its inputs go
+            return move, arguments
+        if flow.is_loss(node):
+            # A loss that meets a model's output on the device meets its targets there too.
+            move = next((m for a in node.args if (m := flow.device_output(a.value))), None)
+            return (move, arguments) if move is not None else None
+    found = flow.tensor_operation(node)  # `pred == y`, `out - y`, `pred.eq(y)`
+    return (found[0], [(value, False) for value in found[1]]) if found is not None else None
 
 
 # Sequence lengths: `pack_padded_sequence` takes them on the CPU, so they are not moved.
