@@ -13,6 +13,7 @@ from torchlint.rule import Rule
 from torchlint.semantic.batches import (
     BatchFlow,
     BatchUse,
+    Operation,
     assume_argument_models,
     caller_model_moves,
 )
@@ -25,9 +26,10 @@ from torchlint.walker import iter_descendants
 class BatchNotMovedToDevice(Rule):
     """
     ## What it does
-    Checks for tensors drawn from a data loader that reach a model (or its loss) on a GPU
-    without being moved there, in a function that moves the model with `model.to(device)`
-    or `model.cuda()`.
+    Checks for tensors drawn from a data loader that reach a model (or its loss, or a tensor
+    operation with its output: `pred == labels`, `out - y`, `pred.eq(labels)`,
+    `torch.cat([out, y])`) on a GPU without being moved there, in a function that moves the
+    model with `model.to(device)` or `model.cuda()`.
 
     Loader batches are followed through `for x, y in loader`, `enumerate(loader)`,
     `x, y = batch`, `batch["input_ids"]` and `batch = next(iter(loader))`. A batch counts
@@ -141,17 +143,13 @@ class BatchNotMovedToDevice(Rule):
             return
         flow = BatchFlow(self.context, scope, classdef, moves)
         reported: set[tuple[int, str]] = set()
-        for call in flow.calls():
-            move = moves.model_move(call)
-            if move is None and flow.is_loss(call):
-                # A loss that meets a model's output on the device meets its targets there too.
-                move = next((m for a in call.args if (m := flow.device_output(a.value))), None)
-            elif move is not None and any(is_device_name(arg.value) for arg in call.args):
-                continue  # `model(x, device)`: the model is told where its inputs go
-            if move is None:
+        for node in flow.operations():
+            meeting = _device_meeting(flow, node)
+            if meeting is None:
                 continue
-            for arg in call.args:
-                found = flow.batch(arg.value)
+            move, operands = meeting
+            for value, star_kwargs in operands:
+                found = flow.batch(value)
                 if found is None or (id(found.batch.loop), found.variable) in reported:
                     continue
                 if moves_own_inputs(self.context, move.name, scope, classdef):
@@ -160,8 +158,29 @@ class BatchNotMovedToDevice(Rule):
                 if stays_on_cpu(self.context, found.variable):
                     continue
                 # `{line}` is filled in with the move's line when the finding is located.
-                message = batch_message(found, arg.star == "**", move, "{line}")
-                self.report(arg.value, message, line_of=move.call)
+                message = batch_message(found, star_kwargs, move, "{line}")
+                self.report(value, message, line_of=move.call)
+
+
+def _device_meeting(
+    flow: BatchFlow, node: Operation
+) -> tuple[ModelMove, list[tuple[cst.BaseExpression, bool]]] | None:
+    """Where `node` brings tensors to the device: the model move behind it (a model call, a
+    loss of a model's output, a tensor operation with one) and its operands, each with
+    whether it is passed as `**kwargs`."""
+    if isinstance(node, cst.Call):
+        arguments = [(arg.value, arg.star == "**") for arg in node.args]
+        move = flow.moves.model_move(node)
+        if move is not None:
+            if any(is_device_name(arg.value) for arg in node.args):
+                return None  # `model(x, device)`: the model is told where its inputs go
+            return move, arguments
+        if flow.is_loss(node):
+            # A loss that meets a model's output on the device meets its targets there too.
+            move = next((m for a in node.args if (m := flow.device_output(a.value))), None)
+            return (move, arguments) if move is not None else None
+    found = flow.tensor_operation(node)  # `pred == y`, `out - y`, `pred.eq(y)`
+    return (found[0], [(value, False) for value in found[1]]) if found is not None else None
 
 
 # Sequence lengths: `pack_padded_sequence` takes them on the CPU, so they are not moved.

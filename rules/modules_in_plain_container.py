@@ -25,10 +25,12 @@ class ModulesInPlainContainer(PlainContainerRule):
     layers at their random initialisation, or fails later with a device mismatch.
 
     ## Known problems
-    Modules are recognised when built in the class itself or by a helper of the same file
-    (`self.layers = self._make_layers(cfg)`); a list of modules passed in as an argument is
-    not checked. A one-element list or tuple of an existing module (`[teacher]`) is the
-    usual way to hide it on purpose and is not reported; `[nn.Linear(4, 4)]` is.
+    Modules are recognised when built in the class itself, by a helper of the same file
+    (`self.layers = self._make_layers(cfg)`), or by a top-level function of another project
+    file that always returns a plain container of new modules (`mlp_layers(sizes)` imported
+    from `layers.py`); a list of modules passed in as an argument is not checked. A
+    one-element list or tuple of an existing module (`[teacher]`) is the usual way to hide
+    it on purpose and is not reported; `[nn.Linear(4, 4)]` is.
 
     ## Example
     ```python

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.rule import Rule
 from torchlint.semantic.calls import call_target
+from torchlint.semantic.devices import classes_kept_on_cpu
 from torchlint.semantic.tensor_devices import CpuTensor, cpu_tensors_meeting_device
 
 
@@ -37,7 +38,10 @@ class TensorCreatedWithoutDevice(Rule):
     ## Known problems
     Only classes whose `nn.Module` ancestry is visible in the file are checked, and a CPU
     tensor passed to a module class of this file is not reported (it may only use it for
-    shapes).
+    shapes). A script (`if __name__ == "__main__":`) that builds the module itself and never
+    names a device, a GPU or a library that picks one (`cuda`, `device`, `.to(`, Lightning,
+    a `Trainer`, `DataParallel`) runs it on the CPU, so its classes are not checked, even
+    though another file might import them and move them.
 
     ## Example
     ```python
@@ -73,6 +77,8 @@ class TensorCreatedWithoutDevice(Rule):
         classdef = self.context.enclosing_class()
         if classdef is None or not self.context.is_nn_module(classdef):
             return
+        if classdef.name.value in classes_kept_on_cpu(self.context):
+            return  # a script that builds the model and never names a device keeps it on the CPU
         helpers = _helpers_called_by(self.context, node, classdef)
         for finding in cpu_tensors_meeting_device(self.context, node, classdef):
             # A helper's return value (`self.init_hidden(n)`) met the layers in forward.

@@ -73,3 +73,37 @@ def test_an_unreadable_imported_file_costs_nothing(tmp_path: Path) -> None:
     result = run_cli("train.py", "--no-shapes", "--no-cache", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+LAYERS = """\
+import torch.nn as nn
+
+
+def mlp_layers(sizes):
+    layers = []
+    for d_in, d_out in zip(sizes[:-1], sizes[1:]):
+        layers.append(nn.Linear(d_in, d_out))
+    return layers
+"""
+TOWER = """\
+import torch.nn as nn
+from layers import mlp_layers
+
+
+class Tower(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = mlp_layers([4, 4, 4])
+"""
+
+
+def test_a_container_built_in_another_file_survives_the_summary_cache(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n", encoding="utf-8")
+    (tmp_path / "layers.py").write_text(LAYERS, encoding="utf-8")
+    (tmp_path / "tower.py").write_text(TOWER, encoding="utf-8")
+    first = run_cli("tower.py", "--no-shapes", cwd=tmp_path)
+    assert "tower.py:8:23: TL401" in first.stdout, first.stdout
+    assert list((tmp_path / ".torchlint_cache" / "summaries").rglob("*.json"))
+    (tmp_path / "tower.py").write_text(TOWER + "\n", encoding="utf-8")  # re-lint, cached summary
+    second = run_cli("tower.py", "--no-shapes", cwd=tmp_path)
+    assert "tower.py:8:23: TL401" in second.stdout, second.stdout

@@ -33,6 +33,7 @@ from torchlint.semantic.devices import (
     scope_moves,
 )
 from torchlint.semantic.loaders import batch_move, batch_move_in, loader_of
+from torchlint.semantic.tensor_devices import COMBINING_FUNCTIONS, COMBINING_METHODS
 from torchlint.semantic.values import is_functional_loss
 from torchlint.walker import iter_descendants
 
@@ -76,6 +77,22 @@ _MODEL_PARAMETER = re.compile(r"model|net|classifier|encoder|decoder", re.IGNORE
 _EVALUATION = re.compile(r"eval|test|valid|predict|infer|accuracy|score", re.IGNORECASE)
 
 
+#: The nodes where a batch may meet a device tensor: calls, comparisons, arithmetic.
+Operation = cst.Call | cst.Comparison | cst.BinaryOperation
+_OPERATIONS = (cst.Call, cst.Comparison, cst.BinaryOperation)
+_NOT_TENSOR_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+_TENSOR_ARITHMETIC = (
+    cst.Add,
+    cst.Subtract,
+    cst.Multiply,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Modulo,
+    cst.Power,
+    cst.MatrixMultiply,
+)
+
+
 @dataclass
 class Batch:
     """A loader batch: the loader it comes from, and the loop (or `next(...)`) that drew it."""
@@ -113,9 +130,9 @@ class BatchFlow:
         self.iterators: dict[str, Batch] = {}
         self.outputs: dict[str, ModelMove] = {}
 
-    def calls(self) -> Iterator[cst.Call]:
-        """Each call the scope makes while some name holds a batch; the flow's state is the
-        one at that call while the caller looks at it."""
+    def operations(self) -> Iterator[Operation]:
+        """Each call, comparison and arithmetic operation the scope makes while some name
+        holds a batch; the flow's state is the one at that node while the caller looks at it."""
         scope = self.scope
         body = scope if isinstance(scope, cst.Module) else scope.body
         yield from self._block(statement_list(body) or [])
@@ -180,6 +197,32 @@ class BatchFlow:
         code = self.context.code(expr)
         return None if any(marker in code for marker in _CPU_MARKERS) else found
 
+    def tensor_operation(
+        self, node: Operation
+    ) -> tuple[ModelMove, list[cst.BaseExpression]] | None:
+        """The model move behind a device output that `node` combines other tensors with
+        (`pred.eq(y)`, `pred == y`, `out - y`, `torch.cat([out, y])`), with those operands."""
+        if isinstance(node, cst.Comparison):
+            if any(isinstance(c.operator, _NOT_TENSOR_COMPARISONS) for c in node.comparisons):
+                return None
+            operands = [node.left, *(c.comparator for c in node.comparisons)]
+        elif isinstance(node, cst.BinaryOperation):
+            if not isinstance(node.operator, _TENSOR_ARITHMETIC):
+                return None
+            operands = [node.left, node.right]
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in COMBINING_METHODS:
+            found = self.device_output(node.func.value)
+            if found is not None:
+                return found, _tensor_arguments(node)
+            return None
+        else:
+            qualified = self.context.call_name(node)
+            if qualified is None or qualified.removeprefix("torch.") not in COMBINING_FUNCTIONS:
+                return None
+            operands = _tensor_arguments(node)
+        found = next((m for value in operands if (m := self.device_output(value))), None)
+        return (found, operands) if found is not None else None
+
     def is_loss(self, call: cst.Call) -> bool:
         """`F.cross_entropy(...)`, `nn.MSELoss()(...)`, or `criterion(...)` holding a loss."""
         qualified = self.context.call_name(call)
@@ -213,11 +256,11 @@ class BatchFlow:
         )
 
     # -- the walk -----------------------------------------------------------------------------
-    def _block(self, statements: Sequence[cst.CSTNode]) -> Iterator[cst.Call]:
+    def _block(self, statements: Sequence[cst.CSTNode]) -> Iterator[Operation]:
         for statement in statements:
             yield from self._statement(statement)
 
-    def _statement(self, node: cst.CSTNode) -> Iterator[cst.Call]:
+    def _statement(self, node: cst.CSTNode) -> Iterator[Operation]:
         if isinstance(node, cst.SimpleStatementLine):
             for small in node.body:
                 yield from self._small(small)
@@ -259,7 +302,7 @@ class BatchFlow:
             if node.finalbody is not None:
                 yield from self._block(statement_list(node.finalbody.body) or [])
 
-    def _small(self, node: cst.CSTNode) -> Iterator[cst.Call]:
+    def _small(self, node: cst.CSTNode) -> Iterator[Operation]:
         if self.batches:
             yield from self._uses(node)
         if isinstance(node, (cst.Assign, cst.AnnAssign)):
@@ -275,13 +318,13 @@ class BatchFlow:
                 for name in mentioned:  # an in-place move: `batch.to(device)`, `move(batch)`
                     self.batches.pop(name, None)
 
-    def _uses(self, node: cst.CSTNode) -> Iterator[cst.Call]:
+    def _uses(self, node: cst.CSTNode) -> Iterator[Operation]:
         if not self.batches:
             return
-        if isinstance(node, cst.Call):
+        if isinstance(node, _OPERATIONS):
             yield node
         for child in iter_descendants(node):
-            if isinstance(child, cst.Call):
+            if isinstance(child, _OPERATIONS):
                 yield child
 
     def _assign(
@@ -361,6 +404,18 @@ class BatchFlow:
             if loader is not None and not loader[1]:
                 return Batch(loader[0], value)
         return None
+
+
+def _tensor_arguments(call: cst.Call) -> list[cst.BaseExpression]:
+    """The tensors a tensor operation takes: its arguments, and the elements of a list or
+    tuple argument (`torch.cat([out, y])`)."""
+    found: list[cst.BaseExpression] = []
+    for arg in call.args:
+        if isinstance(arg.value, (cst.List, cst.Tuple)):
+            found.extend(e.value for e in arg.value.elements)
+        else:
+            found.append(arg.value)
+    return found
 
 
 def assume_argument_models(

@@ -17,6 +17,7 @@ import libcst as cst
 from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
 from torchlint.semantic.calls import call_target
+from torchlint.semantic.project import project_imports
 from torchlint.semantic.values import MODULE_PASSTHROUGH_METHODS
 
 MODULE = "module"
@@ -83,7 +84,7 @@ _EXTERNAL_MODULE_BASES = frozenset(
 class ContainerContents:
     """What container expressions in the methods of one class build and hold."""
 
-    def __init__(self, context: FileContext, classdef: cst.ClassDef) -> None:
+    def __init__(self, context: FileContext, classdef: cst.ClassDef | None) -> None:
         self.context = context
         self.classdef = classdef
         self._names: dict[int, tuple[Counter[str], Counter[str]]] = {}
@@ -124,7 +125,18 @@ class ContainerContents:
             kinds = {self.plain_kind(v, helper) for v, helper in self._helper_returns(value)}
             if len(kinds) == 1:
                 return kinds.pop()
+            imported = self._imported_factory(value)
+            if imported is not None:
+                return imported[0]
         return None
+
+    def _imported_factory(self, call: cst.Call) -> tuple[str, list[str]] | None:
+        """The container kind and element kinds that a function of another project file
+        always returns (`mlp_layers(sizes)` imported from `layers.py`), from its summary."""
+        imports = project_imports(self.context)
+        symbol = imports.symbol(call.func) if imports is not None else None
+        summary = imports.summary(symbol) if imports is not None and symbol is not None else None
+        return summary.container_factories.get(symbol.name) if summary and symbol else None
 
     def _helper_returns(self, call: cst.Call) -> list[tuple[cst.BaseExpression, cst.FunctionDef]]:
         """What a same-file helper (`self._make_layers(...)`, `make_heads(...)`) returns.
@@ -182,8 +194,12 @@ class ContainerContents:
         elif isinstance(value, cst.Call) and not (
             isinstance(value.func, cst.Name) and value.func.value in _BUILDERS
         ):
-            for returned, helper in self._helper_returns(value):
+            returns = self._helper_returns(value)
+            for returned, helper in returns:
                 kinds |= self.container_elements(returned, helper, depth + 1)
+            imported = self._imported_factory(value) if not returns else None
+            if imported is not None:
+                kinds |= set(imported[1])
         elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             if self.context.qualified_name(value.func) is None and value.func.value in _BUILDERS:
                 for arg in value.args:
@@ -412,3 +428,28 @@ def is_torch_module_class(qualified: str) -> bool:
         return False
     name = parts[0]
     return name[:1].isupper() and name not in _NOT_MODULES
+
+
+def container_factories(context: FileContext) -> dict[str, tuple[str, list[str]]]:
+    """Top-level functions that always return a plain container of freshly built modules or
+    Parameters (`def mlp_layers(sizes): layers = []; ...; return layers`): name -> the
+    container kind and the element kinds, for the files that import them."""
+    contents = ContainerContents(context, None)
+    found: dict[str, tuple[str, list[str]]] = {}
+    for statement in context.module.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        returns = [n for n in iter_scope_nodes(statement) if isinstance(n, cst.Return)]
+        values = [r.value for r in returns if r.value is not None]
+        if not values or len(values) != len(returns):
+            continue
+        kinds = {contents.plain_kind(value, statement) for value in values}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        if kind is None:
+            continue
+        elements: set[str] = set()
+        for value in values:
+            elements |= contents.container_elements(value, statement, 0)
+        if elements:
+            found[statement.name.value] = (kind, sorted(elements))
+    return found

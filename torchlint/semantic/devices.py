@@ -451,3 +451,35 @@ def _device_state(context: FileContext, classdef: cst.ClassDef) -> DeviceState:
     return DeviceState(
         frozenset(tensors), frozenset(layers), frozenset(submodules), frozenset(builtins)
     )
+
+
+# -- scripts that stay on the CPU -----------------------------------------------------------------
+
+# What a file that puts anything on an accelerator, or hands its model to code that does
+# (Lightning, Hugging Face or Accelerate trainers, DataParallel), cannot avoid naming.
+_DEVICE_WORDS = re.compile(
+    r"cuda|device|\.to\(|accelerat|lightning|Trainer|DataParallel"
+    r"|(?<![a-z])(?:gpu|tpu|xla|mps|npu|hpu)",
+    re.IGNORECASE,
+)
+
+
+def classes_kept_on_cpu(context: FileContext) -> frozenset[str]:
+    """The classes a CPU-only script builds: a file run as a script (`if __name__ ==
+    "__main__":`) that never names a device, a GPU or a library that picks one, so the
+    models it builds itself (`model = Net()`) run on the CPU. Empty for any other file."""
+    return context.shared(_cpu_only_classes)
+
+
+def _cpu_only_classes(context: FileContext) -> frozenset[str]:
+    source = context.source
+    if "__main__" not in source or _DEVICE_WORDS.search(source):
+        return frozenset()
+    classes = context.class_defs()
+    return frozenset(
+        node.func.value
+        for node in iter_descendants(context.module)
+        if isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value in classes
+    )

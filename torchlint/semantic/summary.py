@@ -42,16 +42,23 @@ class FileSummary:
     #: Module classes whose layers behave differently in training and eval mode (dropout,
     #: batch norm), directly or through same-file submodules and bases.
     mode_layer_classes: list[str] = field(default_factory=list)
+    #: Top-level functions that return a plain container of freshly built modules or
+    #: Parameters: name -> ("list"/"tuple"/"dict"/"set", element kinds).
+    container_factories: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
     def defines(self, name: str) -> bool:
-        """Whether the summary knows `name` (a module class or a model fact)."""
-        return name in self.outputs or name in self.module_classes
+        """Whether the summary knows `name` (a module class, a model fact or a container
+        factory)."""
+        return (
+            name in self.outputs or name in self.module_classes or name in self.container_factories
+        )
 
     def to_dict(self) -> dict:
         return {
             "module_classes": self.module_classes,
             "outputs": {k: [v.kind, v.source, v.via, v.role] for k, v in self.outputs.items()},
             "mode_layer_classes": self.mode_layer_classes,
+            "container_factories": {k: [v[0], v[1]] for k, v in self.container_factories.items()},
         }
 
     @classmethod
@@ -60,6 +67,7 @@ class FileSummary:
             list(data["module_classes"]),
             {k: OutputFact(*v) for k, v in data["outputs"].items()},
             list(data["mode_layer_classes"]),
+            {k: (v[0], list(v[1])) for k, v in data["container_factories"].items()},
         )
 
 
@@ -74,8 +82,11 @@ def summarize_source(source: str, path: str) -> FileSummary | None:
     if not any(token in source for token in (*_ACTIVATION_TOKENS, *_MODE_LAYER_TOKENS)):
         # Only the module classes are needed: Python's own parser finds them many times
         # faster than a LibCST parse (an imported file is often the project's largest).
-        classes = _module_classes_fast(source)
-        return FileSummary(classes) if classes is not None else None
+        tree = _parse_fast(source)
+        if tree is None:
+            return None
+        if not _may_build_containers(tree):
+            return FileSummary(_module_classes_fast(tree))
     try:
         module = cst.parse_module(source)
     except Exception:  # a syntax error in an imported file is its own file's TL000
@@ -89,12 +100,14 @@ def summarize(context: FileContext) -> FileSummary:
     """Compute the summary of a parsed file (imported files are not looked into)."""
     # The output facts are the activation analysis' answers about top-level definitions.
     from torchlint.analysis.activations import activation_flow
+    from torchlint.semantic.containers import container_factories
     from torchlint.semantic.modes import mode_layer_classes
 
     flow = activation_flow(context)
     summary = FileSummary()
     classes = context.class_defs()
     summary.module_classes = [name for name, c in classes.items() if context.is_nn_module(c)]
+    summary.container_factories = container_factories(context)
     if "torch" not in context.source:
         return summary
     summary.mode_layer_classes = sorted(mode_layer_classes(context))
@@ -105,14 +118,64 @@ def summarize(context: FileContext) -> FileSummary:
     return summary
 
 
-def _module_classes_fast(source: str) -> list[str] | None:
-    """Top-level classes deriving from `torch.nn` classes, directly or through each other."""
+def _parse_fast(source: str) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(source)
+            return ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def _may_build_containers(tree: ast.Module) -> bool:
+    """Whether a top-level function may return a container of objects it builds (`return
+    [Block(d) for d in dims]`, or `layers.append(nn.Linear(...))` then `return layers`):
+    then the file is parsed in full to tell which functions return plain containers of
+    modules."""
+    displays = (ast.List, ast.ListComp, ast.Tuple, ast.Set, ast.SetComp, ast.Dict, ast.DictComp)
+    for function in tree.body:
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        filled: set[str] = set()  # locals that receive a built object
+        returned: list[ast.expr] = []
+        for node in ast.walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                returned.append(node.value)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and any(_builds(arg) for arg in node.args)
+            ):
+                filled.add(node.func.value.id)  # `layers.append(nn.Linear(...))`
+            elif isinstance(node, (ast.Assign, ast.AugAssign)) and _builds(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    while isinstance(target, ast.Subscript):
+                        target = target.value  # `heads[name] = nn.Linear(...)`
+                    if isinstance(target, ast.Name):
+                        filled.add(target.id)
+        for value in returned:
+            if (isinstance(value, displays) and _builds(value)) or (
+                isinstance(value, ast.Name) and value.id in filled
+            ):
+                return True
+    return False
+
+
+def _builds(expr: ast.expr) -> bool:
+    """Whether `expr` calls a class (a capitalised name: `nn.Linear(...)`, `Block(...)`)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name[:1].isupper():
+                return True
+    return False
+
+
+def _module_classes_fast(tree: ast.Module) -> list[str]:
+    """Top-level classes deriving from `torch.nn` classes, directly or through each other."""
     aliases: dict[str, str] = {}
     classes: dict[str, ast.ClassDef] = {}
     pending: list[ast.stmt] = list(tree.body)

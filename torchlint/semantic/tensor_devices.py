@@ -42,7 +42,7 @@ FACTORIES = frozenset(
 )
 _DEV = "dev"
 #: torch functions that need all their tensor arguments on one device.
-_COMBINING_FUNCTIONS = frozenset(
+COMBINING_FUNCTIONS = frozenset(
     [
         "cat",
         "concat",
@@ -135,7 +135,7 @@ _COMBINING_FUNCTIONAL = frozenset(
     ]
 )
 #: Tensor methods that combine the receiver with tensor arguments.
-_COMBINING_METHODS = frozenset(
+COMBINING_METHODS = frozenset(
     [
         "add",
         "add_",
@@ -535,7 +535,7 @@ class _MethodFlow:
             short = qualified.rsplit(".", 1)[-1]
             if (
                 qualified.startswith("torch.nn.functional.") and short in _COMBINING_FUNCTIONAL
-            ) or (qualified == f"torch.{short}" and short in _COMBINING_FUNCTIONS):
+            ) or (qualified == f"torch.{short}" and short in COMBINING_FUNCTIONS):
                 return self._combine(kinds)
             if qualified.startswith(("torch.nn.utils", "torch.jit", "torch.onnx")):
                 return None
@@ -588,7 +588,7 @@ class _MethodFlow:
             if device is not None:
                 return _DEV
             return receiver
-        if method in _COMBINING_METHODS:
+        if method in COMBINING_METHODS:
             return self._combine([receiver, *kinds])
         if method in _TENSOR_METHODS:
             return receiver
