@@ -565,11 +565,32 @@ _HIDDEN_NAMES = frozenset({"hidden_states", "hidden_state", "sequence_output"})
 _HIDDEN_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim")
 
 
-def infer_from_name(model: nn.Module, name: str, config: Any = None) -> list[InputPlan] | None:
+#: Forward parameters that take one value per sample, whatever the layers they meet: a
+#: diffusion step (`timestep` -> [N] floats), a class label (`class_labels` -> [N] ids).
+_PER_SAMPLE_NAMES = {
+    "timestep": torch.float32,
+    "timesteps": torch.float32,
+    "guidance": torch.float32,
+    "class_labels": torch.long,
+}
+
+
+def infer_from_name(
+    model: nn.Module, name: str, config: Any = None, first: bool = False
+) -> list[InputPlan] | None:
     """The usual input for a forward parameter named by convention, when the first layer
     does not tell: token ids for a model with an embedding (`input_ids` -> [N, L], [N, C, L]
     for a multiple-choice head), a block's hidden states sized by the model's
-    configuration (`hidden_states` -> [N, L, config.hidden_size])."""
+    configuration (`hidden_states` -> [N, L, config.hidden_size]).
+
+    With `first`, only the names that win over the first layer: one value per sample
+    (`timestep` -> [N]; the embedding a label meets would take [N, L])."""
+    if name in _PER_SAMPLE_NAMES:
+        dims = [Dim.free("N")]
+        label = f"the input [N] (`{name}`: one value per sample)"
+        return [InputPlan([TensorSpec(dims, _PER_SAMPLE_NAMES[name])], "named", label)]
+    if first:
+        return None
     if name in _TOKEN_NAMES:
         if not any(isinstance(m, nn.Embedding) for m in model.modules()):
             return None
