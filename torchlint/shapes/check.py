@@ -33,7 +33,12 @@ from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.guess import describe, guesses
-from torchlint.shapes.infer import infer_from_graph, infer_from_name, infer_from_source
+from torchlint.shapes.infer import (
+    infer_from_graph,
+    infer_from_name,
+    infer_from_source,
+    shape_free_plan,
+)
 from torchlint.shapes.inputs import (
     Dim,
     InputPlan,
@@ -510,7 +515,7 @@ class FileChecker:
                 plan = image_plan(evidence, inferred if count == 1 else None)
             if plan is not None:
                 return [plan]
-        return inferred
+        return inferred or shape_free_plan(model, count)
 
     def _run_plan(self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any) -> PlanResult:
         result = self._run_plan_once(model, plan, graph_for_analysis)
