@@ -660,6 +660,22 @@ def _holds_sizes(module: nn.Module) -> bool:
     return False
 
 
+def _tensor_inputs(model: nn.Module, count: int) -> bool:
+    """Whether the first `count` forward inputs may be tensors: unannotated or `Tensor`
+    (an `images: list[Tensor]` or an `ImageList` is no generic tensor)."""
+    try:
+        parameters = list(inspect.signature(model.forward).parameters.values())[:count]
+    except (TypeError, ValueError):
+        return False
+    for param in parameters:
+        annotation = param.annotation
+        if annotation is param.empty or annotation is torch.Tensor:
+            continue
+        if not (isinstance(annotation, str) and annotation.split(".")[-1] == "Tensor"):
+            return False
+    return True
+
+
 def shape_free_plan(model: nn.Module, count: int) -> list[InputPlan]:
     """Generic inputs ([N, L], then [N, C, H, W] floats) for a model with no size of its own.
 
@@ -669,7 +685,7 @@ def shape_free_plan(model: nn.Module, count: int) -> list[InputPlan]:
     """
     if next(model.parameters(), None) is not None or next(model.buffers(), None) is not None:
         return []
-    if any(_holds_sizes(m) for m in model.modules()):
+    if any(_holds_sizes(m) for m in model.modules()) or not _tensor_inputs(model, count):
         return []
     plans = []
     for names in ("NL", "NCHW"):
