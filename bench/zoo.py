@@ -126,6 +126,7 @@ DIFFUSERS = [
 
 #: TL690 messages, grouped (first pattern that matches).
 REASONS = (
+    ("block of models not checked", r"only built by models that were not checked"),
     ("needs constructor arguments", r"needs arguments"),
     ("could not build", r"could not build"),
     ("not importable / not defined", r"is not defined|could not import"),

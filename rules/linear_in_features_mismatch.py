@@ -22,7 +22,8 @@ class LinearInFeaturesMismatch(Rule):
     torchvision dataset and resize transform used with the model, in its file or in a
     script that imports it (MNIST is 1x28x28); a size or a dataset named in the class's
     docstring or comments ("for 28x28 MNIST digits"); otherwise the first layer that
-    consumes the input. The message says what to write (`nn.Linear(800, 128)`); with
+    consumes the input, or the input's conventional name (`input_ids`; a `timestep` is
+    one value per sample). The message says what to write (`nn.Linear(800, 128)`); with
     `--unsafe-fixes`, a size written as a literal or a simple product is corrected.
 
     ## Why is this bad?
@@ -33,7 +34,9 @@ class LinearInFeaturesMismatch(Rule):
     ## Known problems
     A constructor that needs arguments is built with literal arguments found at a call
     site or in the configuration, else through an argument-free builder of its module
-    (`resnet18()`, without weights), a configuration class's defaults (`GPTConfig()`), or
+    (`resnet18()`, without weights; a block such a builder hands to its model, like
+    `Bottleneck` to `resnet50()`'s `ResNet`, is checked inside it), a configuration
+    class's defaults (`GPTConfig()`), or
     the script's argparse defaults; failing those, with guessed sizes, and then only a
     mismatch that holds for several different sizes is reported. A model that cannot be
     built is skipped (see TL690). Shape checking needs `torch` installed and runs in a

@@ -33,7 +33,12 @@ from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.guess import describe, guesses
-from torchlint.shapes.infer import infer_from_graph, infer_from_name, infer_from_source
+from torchlint.shapes.infer import (
+    infer_from_graph,
+    infer_from_name,
+    infer_from_source,
+    shape_free_plan,
+)
 from torchlint.shapes.inputs import (
     Dim,
     InputPlan,
@@ -114,6 +119,8 @@ class FileChecker:
         #: Classes not checked on their own, unless a model of another file builds them.
         self.pending: list[dict[str, Any]] = []
         self._sessions: dict[int, Session] = {}
+        #: The forward input whose shape the last planning could not infer.
+        self._unknown_input: str | None = None
 
     def _session(self, model: nn.Module) -> Session:
         """The fake-tensor session of the model being checked (made on first use)."""
@@ -159,8 +166,11 @@ class FileChecker:
                     deferred.append((name, line, reason))
                     continue
                 model, how = built
-                self.check_model(model, name, (path, line), spec, declared)
-                self.stats.models[-1]["built_by"] = how
+                if type(model) is cls:
+                    self.check_model(model, name, (path, line), spec, declared)
+                    self.stats.models[-1]["built_by"] = how
+                else:  # `resnet50()` hands `Bottleneck` to `ResNet`: checked inside it
+                    self._check_user(model, how, path, line, job)
                 continue
             try:
                 model = build(cls, args, kwargs)
@@ -199,12 +209,7 @@ class FileChecker:
                 # A block (`Bottleneck`) checked inside a model its module builds (`resnet50`).
                 built = self._from_builders(module, None, users)
                 if not isinstance(built, str):
-                    model, how = built
-                    model_name = type(model).__name__
-                    spec = job["classes"].get(model_name, {"evidence": [], "line": line})
-                    where = (path, spec.get("line", line))
-                    self.check_model(model, model_name, where, spec, {})
-                    self.stats.models[-1]["built_by"] = how
+                    self._check_user(*built, path, line, job)
             if cls not in self.covered and _is_module_class(cls):
                 guessed = self._check_guessed(cls, name, (path, line), job["classes"][name])
                 if guessed is None:
@@ -216,6 +221,15 @@ class FileChecker:
                 # Another file's model may build it: the caller decides (see `pending`).
                 self.pending.append({"name": name, "line": line, "reason": reason})
         return self.findings
+
+    def _check_user(
+        self, model: nn.Module, how: str, path: str, line: int, job: dict[str, Any]
+    ) -> None:
+        """Check a model a builder made that uses the class at `line` (not the class itself)."""
+        model_name = type(model).__name__
+        spec = job["classes"].get(model_name, {"evidence": [], "line": line})
+        self.check_model(model, model_name, (path, spec.get("line", line)), spec, {})
+        self.stats.models[-1]["built_by"] = how
 
     def _check_configured(
         self, module: Any, name: str, where: tuple[str, int], spec: dict[str, Any]
@@ -299,6 +313,7 @@ class FileChecker:
         """The model built by one of its module's argument-free builders (`resnet18()`,
         without weights), or why none did."""
         reason = ""
+        containing: tuple[nn.Module, str] | None = None
         for name in names[:_MAX_BUILDERS]:
             function = getattr(module, name, None)
             if is_stub(function):
@@ -311,7 +326,11 @@ class FileChecker:
                 continue
             if type(model) is cls or (cls is None and isinstance(model, nn.Module)):
                 return model, f"{name}()"
-        return reason
+            if containing is None and _builds(model, cls):
+                # The builder hands the class to the model it makes (`_resnet(Bottleneck,
+                # ...)`): that model is checked, and the class with it.
+                containing = (model, f"{name}()")
+        return containing or reason
 
     def _load_reason(self, path: str, default: str) -> str:
         notes = self.project.notes.get(path) or []
@@ -364,14 +383,16 @@ class FileChecker:
         count = len(inputs)
         graph, complete, entry = trace(model, count)
         record["path"] = "fx" if complete else "fallback"
+        self._unknown_input = None
         plans = self._plans(model, graph, entry, count, spec, declared)
         if not plans:
             record["result"] = "skipped"
             missing = _stubbed_parts(model, self.project.stubbed)
+            unknown = self._unknown_input or inputs[0]
             reason = (
                 f"needs {missing}, which is not installed"
                 if missing
-                else f"cannot infer the shape of `{inputs[0]}`; declare it with "
+                else f"cannot infer the shape of `{unknown}`; declare it with "
                 "`# torchlint: input-shape=(...)` on the class line"
             )
             self._skip(path, line, label, reason)
@@ -428,9 +449,9 @@ class FileChecker:
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
-            if plan.source == "config" and not F.layer_sizes(result.failure.module):
-                # Hidden states sized by convention: only a sized layer that cannot take them
-                # is news; an op may well be fed something else by the real parent.
+            if plan.source in ("config", "named") and not F.layer_sizes(result.failure.module):
+                # Inputs sized by convention: only a sized layer that cannot take them is
+                # news; an op may well be fed something else by the real parent.
                 record["result"] = "skipped"
                 reason = self._failure_reason(result.failure)
                 self._skip(path, line, label, f"{reason} (for {plan.label})")
@@ -476,11 +497,13 @@ class FileChecker:
         names = forward_inputs(model) or []
         for index in range(count):
             found = (
-                infer_from_graph(graph, entry, index)
+                (index < len(names) and infer_from_name(model, names[index], first=True))
+                or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
             )
             if not found:
+                self._unknown_input = names[index] if index < len(names) else None
                 per_input = []
                 break
             per_input.append(found)
@@ -492,7 +515,7 @@ class FileChecker:
                 plan = image_plan(evidence, inferred if count == 1 else None)
             if plan is not None:
                 return [plan]
-        return inferred
+        return inferred or shape_free_plan(model, count)
 
     def _run_plan(self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any) -> PlanResult:
         result = self._run_plan_once(model, plan, graph_for_analysis)
@@ -883,6 +906,13 @@ def _stubbed_parts(model: nn.Module, stubbed: list[str]) -> str | None:
         if any(is_stub(value) for value in vars(module).values()):
             return ", ".join(sorted(set(stubbed)))
     return None
+
+
+def _builds(model: Any, cls: type | None) -> bool:
+    """Whether a built model holds an instance of the class."""
+    if cls is None or not isinstance(model, nn.Module):
+        return False
+    return any(type(m) is cls for m in model.modules())
 
 
 def _is_module_class(cls: Any) -> bool:

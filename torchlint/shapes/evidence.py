@@ -257,9 +257,10 @@ def _scan_file(
 
 
 def _only_named(node: ast.ClassDef) -> set[int]:
-    """Names in a class that neither build another class nor hand it on: the types of an
-    `isinstance` test (`_init_weights`) and annotations."""
-    found: set[int] = set()
+    """Names in a class that neither build another class nor hand it on: its bases (a
+    subclass, `LevitDistilled(Levit)`, is another model), the types of an `isinstance` test
+    (`_init_weights`) and annotations."""
+    found: set[int] = {id(n) for base in node.bases for n in ast.walk(base)}
     for inner in ast.walk(node):
         typed: list[ast.AST] = []
         if (

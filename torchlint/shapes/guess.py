@@ -3,7 +3,7 @@
 `GCN(input_dim, hidden_dim, output_dim)` built from a data set's sizes cannot be built as
 written; its shapes can still be checked with sizes of our choosing, as long as a finding
 is one that holds whatever the sizes are. Each model is built three ways: two sets of
-distinct sizes (48, 80, ... and 56, 96, ...), with booleans one way and then the other, and
+distinct sizes (96, 160, ... and 160, 224, ...), with booleans one way and then the other, and
 once with every size equal (a model may need `embed_dim == d_model` by contract). Only a
 layer size mismatch (TL601-TL604) found all three times is reported. A class with an
 optional part left to its parent (`downsample=None`) is not guessed: the part is what
@@ -21,6 +21,8 @@ from typing import Any
 
 _COUNT = re.compile(r"(layers?|depth|blocks?|stages?|repeats?)$|^n_?layers?$|^num_", re.I)
 _HEADS = re.compile(r"heads?$", re.I)
+_LAYER_TYPE = re.compile(r"_(layer|fn|cls|func)$", re.I)
+_COUNTED = re.compile(r"(n|num)_", re.I)
 _FIXED = {
     re.compile(r"kernel", re.I): 3,
     re.compile(r"stride|groups|dilation|ngpu|gpus?$", re.I): 1,
@@ -29,7 +31,8 @@ _FIXED = {
 }
 _FLOAT = re.compile(r"dropout|drop|rate|eps|^p$|prob|momentum|alpha|beta|temperature", re.I)
 _FLAG = re.compile(r"^(use_|is_|has_|with_)|tie|tied|bias|bidirectional|batch_first|affine", re.I)
-_SIZES = ((48, 80, 112, 144, 176, 208), (56, 96, 136, 176, 216, 256), (64,) * 6)
+#: Multiples of 32 (a GroupNorm of 32 groups takes them), none twice another of its run.
+_SIZES = ((96, 160, 224, 352, 416, 544), (160, 224, 352, 416, 544, 608), (64,) * 6)
 _HEAD_COUNTS = (2, 4, 2)
 #: Parameters a guess can give at most: past this, a model is too much our own invention.
 _MAX_GUESSED = 8
@@ -53,7 +56,7 @@ def guesses_for(parameters: list[inspect.Parameter]) -> list[dict[str, Any]] | N
     ]
     if not required or len(required) > _MAX_GUESSED:
         return None
-    if any(p.default is None for p in parameters if p not in required):
+    if any(p.default is None and _part(p) for p in parameters if p not in required):
         # `downsample=None`: the parent hands in a part that makes the sizes fit.
         return None
     if any(p.kind is p.POSITIONAL_ONLY for p in required):
@@ -81,6 +84,25 @@ def guesses_for(parameters: list[inspect.Parameter]) -> list[dict[str, Any]] | N
     return runs
 
 
+#: Optional parameters left at None that surely are no part of the model.
+_NOT_PARTS = re.compile(r"^(device|dtype)$|(_layer|_fn|_cls|_func|_block)$|^(act|norm)", re.I)
+
+
+def _part(param: inspect.Parameter) -> bool:
+    """Whether an optional parameter may take a module the parent builds (`downsample`).
+
+    A value (`out_dim: int | None`), a layer type or factory (`norm_layer: Callable[...,
+    nn.Module] | None`, built by the block with its own sizes) and `device`/`dtype` are not.
+    """
+    annotation = param.annotation
+    if annotation is param.empty:
+        return not (_NOT_PARTS.search(param.name) or _looks_like_size(param.name))
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    if re.search(r"Callable|\b[Tt]ype\[", text):
+        return False
+    return "Module" in text or "Sequential" in text
+
+
 def _kind(param: inspect.Parameter) -> Any:
     """ "size", "heads", "count", "flag", "float", a fixed int, or None (cannot guess)."""
     name = param.name
@@ -93,6 +115,8 @@ def _kind(param: inspect.Parameter) -> Any:
         return "float"
     if annotation not in (int, param.empty):
         return None
+    if _LAYER_TYPE.search(name) and not _COUNTED.match(name):
+        return None  # `act_layer`, `norm_fn`: a layer type, not a number
     if _HEADS.search(name):
         return "heads"
     if _COUNT.search(name) and not re.search(r"classes|features|channels|tokens", name, re.I):
@@ -117,5 +141,5 @@ def _looks_like_size(name: str) -> bool:
 
 
 def describe(arguments: dict[str, Any]) -> str:
-    """`in_dim=48, hidden=80` for messages."""
+    """`in_dim=96, hidden=160` for messages."""
     return ", ".join(f"{k}={v!r}" for k, v in arguments.items())

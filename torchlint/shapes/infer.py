@@ -466,6 +466,11 @@ def _derived(
             elif not isinstance(part, ast.Slice):
                 return None
         return steps
+    if isinstance(node, ast.Call) and _flattens_features(node):
+        # `x.flatten(1)`, `torch.flatten(x, start_dim=1)`: a flat [N, F] input stays as it is.
+        tensor = node.args[0] if _dotted_name(node.func) == "torch.flatten" else node.func
+        base = _derived(tensor.value if isinstance(tensor, ast.Attribute) else tensor, names)
+        return None if base is None else [*base, ("flatten", [])]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         base = _derived(node.func.value, names)
         if base is None:
@@ -478,6 +483,28 @@ def _derived(
             if len(args) == len(node.args) and all(isinstance(a, int) for a in args):
                 return [*base, (method, args)]
     return None
+
+
+def _dotted_name(node: ast.AST) -> str:
+    return ast.unparse(node) if isinstance(node, (ast.Name, ast.Attribute)) else ""
+
+
+def _flattens_features(call: ast.Call) -> bool:
+    """`x.flatten(1)`, `x.flatten(start_dim=1)`, `torch.flatten(x, 1)`: everything after the
+    batch dimension into one."""
+    func = call.func
+    args = list(call.args)
+    if _dotted_name(func) == "torch.flatten":
+        args = args[1:]
+    elif not (isinstance(func, ast.Attribute) and func.attr == "flatten"):
+        return False
+    elif not call.args and not call.keywords:
+        return False  # `x.flatten()` flattens the batch too
+    keywords = {k.arg: k.value for k in call.keywords}
+    if set(keywords) - {"start_dim"} or len(args) > 1 or (args and keywords):
+        return False
+    start = args[0] if args else keywords.get("start_dim")
+    return isinstance(start, ast.Constant) and start.value == 1
 
 
 def _argument_slot(
@@ -565,11 +592,32 @@ _HIDDEN_NAMES = frozenset({"hidden_states", "hidden_state", "sequence_output"})
 _HIDDEN_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim")
 
 
-def infer_from_name(model: nn.Module, name: str, config: Any = None) -> list[InputPlan] | None:
+#: Forward parameters that take one value per sample, whatever the layers they meet: a
+#: diffusion step (`timestep` -> [N] floats), a class label (`class_labels` -> [N] ids).
+_PER_SAMPLE_NAMES = {
+    "timestep": torch.float32,
+    "timesteps": torch.float32,
+    "guidance": torch.float32,
+    "class_labels": torch.long,
+}
+
+
+def infer_from_name(
+    model: nn.Module, name: str, config: Any = None, first: bool = False
+) -> list[InputPlan] | None:
     """The usual input for a forward parameter named by convention, when the first layer
     does not tell: token ids for a model with an embedding (`input_ids` -> [N, L], [N, C, L]
     for a multiple-choice head), a block's hidden states sized by the model's
-    configuration (`hidden_states` -> [N, L, config.hidden_size])."""
+    configuration (`hidden_states` -> [N, L, config.hidden_size]).
+
+    With `first`, only the names that win over the first layer: one value per sample
+    (`timestep` -> [N]; the embedding a label meets would take [N, L])."""
+    if name in _PER_SAMPLE_NAMES:
+        dims = [Dim.free("N")]
+        label = f"the input [N] (`{name}`: one value per sample)"
+        return [InputPlan([TensorSpec(dims, _PER_SAMPLE_NAMES[name])], "named", label)]
+    if first:
+        return None
     if name in _TOKEN_NAMES:
         if not any(isinstance(m, nn.Embedding) for m in model.modules()):
             return None
@@ -586,3 +634,63 @@ def infer_from_name(model: nn.Module, name: str, config: Any = None) -> list[Inp
                 label = f"the input [N, L, {size}] (`{name}` sized by config.{field})"
                 return [InputPlan([TensorSpec(dims, torch.float32)], "config", label)]
     return None
+
+
+# -- models without sizes --------------------------------------------------------------------
+
+#: Layer attributes that fix a size the input must have (a layer without parameters may
+#: still have one: `nn.LayerNorm(64, elementwise_affine=False)`).
+_SIZED = ("in_features", "in_channels", "num_features", "normalized_shape", "embed_dim")
+
+
+def _holds_sizes(module: nn.Module) -> bool:
+    """A sized layer, or layers and tensors kept where torch does not register them
+    (`self.heads = [nn.Linear(64, 1), ...]`, `self.table = torch.ones(8)`)."""
+    if any(getattr(module, attr, None) is not None for attr in _SIZED):
+        return True
+    for name, value in vars(module).items():
+        if name.startswith("_"):  # torch's own registries (`_modules`, `_parameters`)
+            continue
+        items = value.values() if isinstance(value, dict) else value
+        if isinstance(items, (list, tuple, type({}.values()))):
+            if any(isinstance(item, (nn.Module, torch.Tensor)) for item in items):
+                return True
+        elif isinstance(value, torch.Tensor):
+            return True
+    return False
+
+
+def _tensor_inputs(model: nn.Module, count: int) -> bool:
+    """Whether the first `count` forward inputs may be tensors: unannotated or `Tensor`
+    (an `images: list[Tensor]` or an `ImageList` is no generic tensor)."""
+    try:
+        parameters = list(inspect.signature(model.forward).parameters.values())[:count]
+    except (TypeError, ValueError):
+        return False
+    for param in parameters:
+        annotation = param.annotation
+        if annotation is param.empty or annotation is torch.Tensor:
+            continue
+        if not (isinstance(annotation, str) and annotation.split(".")[-1] == "Tensor"):
+            return False
+    return True
+
+
+def shape_free_plan(model: nn.Module, count: int) -> list[InputPlan]:
+    """Generic inputs ([N, L], then [N, C, H, W] floats) for a model with no size of its own.
+
+    With no parameters, buffers or sized layers, nothing in the model fixes the input's
+    shape: its forward is run on a generic one. The plan counts as named by convention, so
+    that a failure (an op the real caller feeds otherwise) is told, never reported.
+    """
+    if next(model.parameters(), None) is not None or next(model.buffers(), None) is not None:
+        return []
+    if any(_holds_sizes(m) for m in model.modules()) or not _tensor_inputs(model, count):
+        return []
+    plans = []
+    for names in ("NL", "NCHW"):
+        shape = [Dim.free(name) for name in names]
+        label = f"a generic input [{', '.join(names)}] (the model holds no sized layer)"
+        specs = [TensorSpec(list(shape), torch.float32) for _ in range(count)]
+        plans.append(InputPlan(specs, "named", label))
+    return plans

@@ -50,14 +50,15 @@ class InputPlan:
     """The inputs for one analysis of a model."""
 
     specs: list[TensorSpec]
-    #: "declared", "tensor", "image", "config" (evidence), or "inferred".
+    #: "declared", "tensor", "image", "config" (evidence), "inferred", or "named" (by the
+    #: input's conventional name alone: inferred, and only a sized layer's failure counts).
     source: str = "inferred"
     #: For messages: "the declared input [1, 3, 224, 224]".
     label: str = ""
 
     @property
     def evidenced(self) -> bool:
-        return self.source != "inferred"
+        return self.source not in ("inferred", "named")
 
 
 # -- the forward signature ----------------------------------------------------------------
@@ -211,5 +212,6 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
         if len(choice) == 1:
             combos.append(InputPlan(specs, choice[0].source, choice[0].label))
         else:
-            combos.append(InputPlan(specs))
+            named = any(plan.source == "named" for plan in choice)
+            combos.append(InputPlan(specs, "named" if named else "inferred"))
     return combos
