@@ -1,0 +1,53 @@
+"""Which rules can fire on a file, decided from its text before LibCST parses it.
+
+Every rule is about torch code, and each declares `triggers` (substrings, one of which any of
+its findings needs in the file) and optionally `requires` (more groups, one substring of each
+needed too). A rule whose triggers are absent is not run; a file where no enabled rule can
+fire is not parsed by LibCST at all (the engine still reports it if it does not compile).
+Imported files' summaries are computed on demand, so skipping a file costs its importers nothing.
+
+Setting `TORCHLINT_NO_PREFILTER=1` runs every enabled rule on every file: the diagnostics must
+be the same, only slower (for debugging a rule whose triggers are suspected).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchlint.rule import Rule
+
+#: Set to 1 (or true/yes/on) to run every enabled rule on every file.
+NO_PREFILTER_ENV = "TORCHLINT_NO_PREFILTER"
+#: What every rule needs somewhere in the file.
+TORCH = "torch"
+
+
+def prefilter_enabled() -> bool:
+    return os.environ.get(NO_PREFILTER_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
+
+
+def can_fire(rule: type[Rule], source: str) -> bool:
+    """Whether the rule's declared tokens allow a finding in `source` (torch checked apart)."""
+    groups = (rule.triggers, *rule.requires) if rule.triggers else rule.requires
+    return all(any(token in source for token in group) for group in groups)
+
+
+def rules_that_can_fire(source: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
+    """The rules among `rules` that may report something in `source`."""
+    if not prefilter_enabled():
+        return list(rules)
+    if TORCH not in source:
+        return []
+    return [rule for rule in rules if can_fire(rule, source)]
+
+
+def tree_rules(enabled: Collection[str]) -> list[type[Rule]]:
+    """The enabled rules that walk the tree (not the engine's own TL000, TL6xx, ...)."""
+    from torchlint.registry import all_rules
+
+    return [
+        rule for code, rule in all_rules().items() if code in enabled and not rule.engine_reported
+    ]
