@@ -125,3 +125,36 @@ def test_a_skipped_file_is_still_reported_when_it_cannot_be_parsed(
     assert [d.code for d in filtered] == [SYNTAX_ERROR]
     monkeypatch.setenv(NO_PREFILTER_ENV, "1")
     assert engine.lint_source(source, "m.py", ALL_CODES) == filtered
+
+
+SPELLED_APART = """\
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for x, y in [(torch.randn(2, 4), torch.randn(2, 1))]:
+    loss = nn.functional.mse_loss(model (x), y)
+    loss.backward()
+    optimizer . step ()
+    print(loss.data[ 0 ], loss.data[(0)], loss.data[0,])
+"""
+
+
+def test_tokens_spelled_with_spaces_still_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    filtered = engine.lint_source(SPELLED_APART, "train.py", ALL_CODES)
+    assert [d.code for d in filtered].count("TL705") == 3
+    monkeypatch.setenv(NO_PREFILTER_ENV, "1")
+    assert engine.lint_source(SPELLED_APART, "train.py", ALL_CODES) == filtered
+
+
+def test_tokens_split_by_whitespace_or_a_line_continuation_are_found() -> None:
+    assert can_fire(_Spaced, "x . to (device)")
+    assert can_fire(_Spaced, "x.to \\\n (device)")
+    assert not can_fire(_Spaced, "x.total(device)")
+
+
+class _Spaced(Rule):
+    code = "TL996"
+    name = "spaced"
+    triggers: ClassVar[tuple[str, ...]] = (".to(",)

@@ -2,9 +2,11 @@
 
 Every rule is about torch code, and each declares `triggers` (substrings, one of which any of
 its findings needs in the file) and optionally `requires` (more groups, one substring of each
-needed too). A rule whose triggers are absent is not run; a file where no enabled rule can
-fire is not parsed by LibCST at all (the engine still reports it if it does not compile).
-Imported files' summaries are computed on demand, so skipping a file costs its importers nothing.
+needed too). A token that is not a plain name (`.to(`, `def forward`) is looked for with the
+whitespace taken out of both, so that `x.to (device)` still counts. A rule whose tokens are
+absent is not run; a file where no enabled rule can fire is not parsed by LibCST at all (the
+engine still reports it if it does not compile). Imported files' summaries are computed on
+demand, so skipping a file costs its importers nothing.
 
 Setting `TORCHLINT_NO_PREFILTER=1` runs every enabled rule on every file: the diagnostics must
 be the same, only slower (for debugging a rule whose triggers are suspected).
@@ -29,10 +31,30 @@ def prefilter_enabled() -> bool:
     return os.environ.get(NO_PREFILTER_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
 
 
+class _Text:
+    """A file's text, and the same without whitespace (made on first use)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compact: str | None = None
+
+    def contains(self, token: str) -> bool:
+        if token.isidentifier():
+            return token in self.source
+        if self._compact is None:
+            # Backslashes go too: a line continuation may split a token.
+            self._compact = "".join(self.source.split()).replace("\\", "")
+        return "".join(token.split()) in self._compact
+
+
 def can_fire(rule: type[Rule], source: str) -> bool:
     """Whether the rule's declared tokens allow a finding in `source` (torch checked apart)."""
+    return _can_fire(rule, _Text(source))
+
+
+def _can_fire(rule: type[Rule], text: _Text) -> bool:
     groups = (rule.triggers, *rule.requires) if rule.triggers else rule.requires
-    return all(any(token in source for token in group) for group in groups)
+    return all(any(text.contains(token) for token in group) for group in groups)
 
 
 def rules_that_can_fire(source: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
@@ -41,7 +63,8 @@ def rules_that_can_fire(source: str, rules: Iterable[type[Rule]]) -> list[type[R
         return list(rules)
     if TORCH not in source:
         return []
-    return [rule for rule in rules if can_fire(rule, source)]
+    text = _Text(source)
+    return [rule for rule in rules if _can_fire(rule, text)]
 
 
 def tree_rules(enabled: Collection[str]) -> list[type[Rule]]:
