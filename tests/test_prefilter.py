@@ -90,12 +90,13 @@ def test_every_group_of_tokens_is_needed() -> None:
     assert can_fire(_TwoGroups, "beta gamma")
 
 
-def test_files_without_torch_run_no_rule_unless_the_prefilter_is_off(
+def test_files_without_torch_are_not_linted_even_with_the_prefilter_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert rules_that_can_fire("x = 1\n", [_Untriggered]) == []
     monkeypatch.setenv(NO_PREFILTER_ENV, "1")
-    assert rules_that_can_fire("x = 1\n", [_Untriggered, _TwoGroups]) == [
+    assert rules_that_can_fire("x = 1\n", [_Untriggered, _TwoGroups]) == []
+    assert rules_that_can_fire("import torch\n", [_Untriggered, _TwoGroups]) == [
         _Untriggered,
         _TwoGroups,
     ]

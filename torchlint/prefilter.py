@@ -1,15 +1,16 @@
 """Which rules can fire on a file, decided from its text before LibCST parses it.
 
-Every rule is about torch code, and each declares `triggers` (substrings, one of which any of
-its findings needs in the file) and optionally `requires` (more groups, one substring of each
-needed too). A token that is not a plain name (`.to(`, `def forward`) is looked for with the
-whitespace taken out of both, so that `x.to (device)` still counts. A rule whose tokens are
-absent is not run; a file where no enabled rule can fire is not parsed by LibCST at all (the
-engine still reports it if it does not compile). Imported files' summaries are computed on
-demand, so skipping a file costs its importers nothing.
+Rules look only at files that mention torch (a file that never does is not torchlint's to
+judge). Each rule declares `triggers` (substrings, one of which any of its findings needs in
+the file) and optionally `requires` (more groups, one substring of each needed too). A token
+that is not a plain name (`.to(`, `def forward`) is looked for with the whitespace taken out of
+both, so that `x.to (device)` still counts. A rule whose tokens are absent is not run; a file
+where no enabled rule can fire is not parsed by LibCST at all (the engine still reports it if
+it does not compile). Imported files' summaries are computed on demand, so skipping a file
+costs its importers nothing.
 
-Setting `TORCHLINT_NO_PREFILTER=1` runs every enabled rule on every file: the diagnostics must
-be the same, only slower (for debugging a rule whose triggers are suspected).
+Setting `TORCHLINT_NO_PREFILTER=1` runs every enabled rule on every file that mentions torch:
+the diagnostics must be the same, only slower (for debugging a rule whose tokens are suspected).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from torchlint.rule import Rule
 
-#: Set to 1 (or true/yes/on) to run every enabled rule on every file.
+#: Set to 1 (or true/yes/on) to run every enabled rule on every file that mentions torch.
 NO_PREFILTER_ENV = "TORCHLINT_NO_PREFILTER"
-#: What every rule needs somewhere in the file.
+#: What a file must mention for any rule to look at it.
 TORCH = "torch"
 
 
@@ -59,10 +60,10 @@ def _can_fire(rule: type[Rule], text: _Text) -> bool:
 
 def rules_that_can_fire(source: str, rules: Iterable[type[Rule]]) -> list[type[Rule]]:
     """The rules among `rules` that may report something in `source`."""
-    if not prefilter_enabled():
-        return list(rules)
     if TORCH not in source:
         return []
+    if not prefilter_enabled():
+        return list(rules)
     text = _Text(source)
     return [rule for rule in rules if _can_fire(rule, text)]
 
