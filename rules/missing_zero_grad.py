@@ -84,6 +84,8 @@ class MissingZeroGrad(Rule):
     name = "missing-zero-grad"
     # A finding needs an optimizer `.step(...)` call in the loop.
     triggers = ("step",)
+    # Loops are analysed where they call backward(), or a same-file function that does.
+    requires = (("backward",),)
     fix_availability = "unsafe"
 
     # Only scopes that call backward() are analysed, once the walk has seen all of them.

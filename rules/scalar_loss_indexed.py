@@ -70,7 +70,8 @@ class ScalarLossIndexed(Rule):
 
     code = "TL705"
     name = "scalar-loss-indexed"
-    triggers = ("[0]",)
+    # `x[0]`, also spelled `x[0,]` or `x[(0)]`.
+    triggers = ("[0]", "[0,]", "[(")
     fix_availability = "safe"
 
     def visit_Subscript(self, node: cst.Subscript) -> None:

@@ -55,6 +55,7 @@ class StepBeforeBackward(LoopScopeRule):
     code = "TL505"
     name = "step-before-backward"
     triggers = ("backward",)
+    requires = (("step",),)  # the step reported: `.step(...)`
     default_enabled = True
     fix_availability = None
 

@@ -42,6 +42,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     code = "TL502"
     name = "zero-grad-between-backward-and-step"
     triggers = ("zero_grad",)
+    requires = (("step",),)  # the step the gradients are lost for: `.step(...)`
 
     # Only scopes that call zero_grad() are analysed, once the walk has seen all of them.
     def visit_Call(self, node: cst.Call) -> None:

@@ -19,7 +19,7 @@ from torchlint.names import ImportMap, top_level_imports
 from torchlint.noqa import apply_suppressions
 from torchlint.parse_guard import MAX_CHAIN, complexity_error
 from torchlint.positions import Span, locate
-from torchlint.registry import all_rules
+from torchlint.prefilter import rules_that_can_fire, tree_rules
 from torchlint.rule import Rule
 from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
@@ -70,11 +70,9 @@ def lint_source(
     """
     rules = active_rules(source, enabled)
     if not rules:
-        # Nothing to look for: a quick compile still reports files that do not parse.
-        if SYNTAX_ERROR in enabled and _ast_error(source) is not None:
-            error = parse_error(source)
-            return [_syntax_error(source, path, error)] if error is not None else []
-        return []
+        # Nothing to look for: the file is not parsed, but still reported if it cannot be.
+        error = _unparsed_error(source) if SYNTAX_ERROR in enabled else None
+        return [_syntax_error(source, path, error)] if error is not None else []
     module = parse(source) if parsed is None else parsed
     if not isinstance(module, cst.Module):
         return [_syntax_error(source, path, module)] if SYNTAX_ERROR in enabled else []
@@ -100,16 +98,8 @@ def lint_source(
 
 
 def active_rules(source: str, enabled: Collection[str]) -> list[type[Rule]]:
-    """Enabled tree rules whose trigger tokens occur in the source."""
-    if "torch" not in source:  # every rule is about torch code
-        return []
-    return [
-        rule
-        for code, rule in all_rules().items()
-        if code in enabled
-        and not rule.engine_reported
-        and (not rule.triggers or any(token in source for token in rule.triggers))
-    ]
+    """Enabled tree rules that can fire on the source (see `torchlint.prefilter`)."""
+    return rules_that_can_fire(source, tree_rules(enabled))
 
 
 def run_rules(
@@ -248,6 +238,14 @@ def parse(source: str) -> cst.Module | Exception:
         return cst.parse_module(source)
     except Exception as exc:  # ParserSyntaxError, RecursionError, MemoryError
         return exc
+
+
+def _unparsed_error(source: str) -> Exception | None:
+    """What `parse_error` says, with LibCST run only on text CPython does not compile."""
+    reason = complexity_error(source)
+    if reason is not None:
+        return TooComplex(reason)
+    return parse_error(source) if _ast_error(source) is not None else None
 
 
 def parse_error(source: str) -> Exception | None:

@@ -32,8 +32,10 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     #: Substrings of the source that any finding needs; a file with none of them skips the rule.
-    #: Empty means the rule always runs.
+    #: Empty means the rule always runs (in files that mention torch: `torchlint.prefilter`).
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: More groups of substrings, each of which a finding needs one of too.
+    requires: ClassVar[tuple[tuple[str, ...], ...]] = ()
     default_enabled: ClassVar[bool] = True
     severity: ClassVar[Severity] = Severity.ERROR
     #: "safe", "unsafe", or None: the strongest fix the rule can offer (for the docs).

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchlint.cache import CACHE_DIR_NAME, ResultCache, cache_key
 from torchlint.config import FileSettings, Overrides, settings_for
@@ -25,6 +26,9 @@ from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_sour
 from torchlint.noqa import apply_suppressions
 from torchlint.semantic.resolve import Stamps, dependency_digest
 from torchlint.torch_version import target_torch_version
+
+if TYPE_CHECKING:
+    from torchlint.shapes.client import WorkerProcess
 
 SHAPE_PREFIX = "TL6"
 #: Where the shape checks' absence is explained, once per run.
@@ -143,11 +147,24 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
             )
         summary_dir = cache.directory if options.use_cache else None
         tasks.append(_Task(display, path, data, settings, key, summary_dir, stamps))
-    found_diagnostics, result.cached = _lint_all(tasks, cache, options.jobs, options.progress)
-    if options.fix_mode:
-        found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
-    result.diagnostics.extend(found_diagnostics)
-    shape_found, unfinished = _shape_diagnostics(tasks, cache, overrides, result, options.progress)
+    early: list[WorkerProcess] = []  # a shape worker importing torch while the rules run
+    try:
+        found_diagnostics, result.cached = _lint_all(
+            tasks,
+            cache,
+            options.jobs,
+            options.progress,
+            busy=lambda misses: early.extend(_early_worker(tasks, misses, cache, overrides)),
+        )
+        if options.fix_mode:
+            found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
+        result.diagnostics.extend(found_diagnostics)
+        shape_found, unfinished = _shape_diagnostics(
+            tasks, cache, overrides, result, options.progress, next(iter(early), None)
+        )
+    finally:
+        for worker in early:
+            worker.close()
     if options.fix_mode and options.unsafe_fixes:
         shape_found = _fix_shapes(tasks, shape_found, options, result)
     result.diagnostics.extend(shape_found)
@@ -226,8 +243,13 @@ def _lint_all(
     cache: ResultCache,
     jobs: int | None,
     progress: Callable[[str, int, int], None] | None = None,
+    busy: Callable[[list[_Task]], None] | None = None,
 ) -> tuple[list[Diagnostic], int]:
-    """Diagnostics for every task, and how many came from the cache."""
+    """Diagnostics for every task, and how many came from the cache.
+
+    `busy` is called with the tasks to lint once the work is under way (worker processes
+    forked), for the run to start what can overlap with it.
+    """
     diagnostics: list[Diagnostic] = []
     misses: list[_Task] = []
     for task in tasks:
@@ -257,10 +279,15 @@ def _lint_all(
         size = max(1, min(len(misses) // (jobs * 8), _MAX_CHUNK))
         chunks = [misses[i : i + size] for i in range(0, len(misses), size)]
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            for future in as_completed([pool.submit(_lint_tasks, c) for c in chunks]):
+            futures = [pool.submit(_lint_tasks, c) for c in chunks]
+            if busy is not None:
+                busy(misses)
+            for future in as_completed(futures):
                 for item in future.result():
                     advance(item)
     else:
+        if busy is not None:
+            busy(misses)
         for task in misses:
             advance(_lint_task(task))
     for task, found in done:
@@ -286,19 +313,15 @@ def _shape_diagnostics(
     overrides: Overrides,
     result: RunResult,
     progress: Callable[[str, int, int], None] | None = None,
+    started: WorkerProcess | None = None,
 ) -> tuple[list[Diagnostic], int]:
     """TL6xx for the files whose settings enable them, from one worker run (or the cache),
     and how many files' shape checks did not finish (for a note when TL690 is not shown).
 
-    Without torch, one warning says the checks were skipped and how to get them.
+    Without torch, one warning says the checks were skipped and how to get them. `started`:
+    a worker started early (`_early_worker`), used if a model is checked.
     """
-    candidates = [
-        t
-        for t in tasks
-        if (overrides.shapes or t.settings.config.shapes) != "off"
-        and any(c.startswith(SHAPE_PREFIX) for c in t.settings.enabled)
-        and b"Module" in t.data
-    ]
+    candidates = _shape_candidates(tasks, overrides)
     mode = _shape_mode(tasks, overrides) if tasks else "off"
     if mode == "off" or not candidates:
         return [], 0
@@ -316,10 +339,7 @@ def _shape_diagnostics(
         result.warnings.append(NO_TORCH_NOTE.format(count=files))
         result.not_run.append("shape checks: torch is not installed")
         return [], 0
-    # Scripts without a model of their own are evidence for the models they import: a
-    # dataset or a literal test tensor used with them says what their input is.
-    chosen = {id(t) for t in candidates}
-    evidence = [t for t in tasks if id(t) not in chosen and b"torch" in t.data]
+    evidence = _shape_evidence(tasks, candidates)
     # Keys read every imported project file: worth it only when the cache is in use.
     keys = _shape_keys(candidates, evidence) if cache is not None and cache.enabled else None
     if cache is not None and keys is not None:
@@ -328,17 +348,13 @@ def _shape_diagnostics(
         }
         if all(h is not None for h in hits.values()):
             return _shape_report(candidates, hits)
-    sources: dict[str, str] = {}
-    for task in [*candidates, *evidence]:
-        text = python_source(task.display, task.data)
-        if text is not None:
-            sources[task.display] = text
+    sources = _shape_sources([*candidates, *evidence])
     declared = {}
     for task in candidates:
         declared.update(dict(task.settings.config.declared_shapes))
     if progress is not None:
         progress("shapes", 0, len(sources))
-    found = shapes.check_files(list(sources.items()), declared=declared)
+    found = shapes.check_files(list(sources.items()), declared=declared, started=started)
     per_file: dict[str, list[Diagnostic] | None] = {}
     for task in candidates:
         if task.display not in sources:
@@ -349,6 +365,57 @@ def _shape_diagnostics(
             cache.put(task.display, keys[task.display], kept, section=_SHAPES)
         per_file[task.display] = kept
     return _shape_report(candidates, per_file)
+
+
+def _shape_candidates(tasks: list[_Task], overrides: Overrides) -> list[_Task]:
+    """The tasks whose shape checks are on and that may define a model."""
+    return [
+        t
+        for t in tasks
+        if (overrides.shapes or t.settings.config.shapes) != "off"
+        and any(c.startswith(SHAPE_PREFIX) for c in t.settings.enabled)
+        and b"Module" in t.data
+    ]
+
+
+def _shape_evidence(tasks: list[_Task], candidates: list[_Task]) -> list[_Task]:
+    """Scripts without a model of their own are evidence for the models they import: a
+    dataset or a literal test tensor used with them says what their input is."""
+    chosen = {id(t) for t in candidates}
+    return [t for t in tasks if id(t) not in chosen and b"torch" in t.data]
+
+
+def _shape_sources(tasks: list[_Task]) -> dict[str, str]:
+    sources: dict[str, str] = {}
+    for task in tasks:
+        text = python_source(task.display, task.data)
+        if text is not None:
+            sources[task.display] = text
+    return sources
+
+
+def _early_worker(
+    tasks: list[_Task], misses: list[_Task], cache: ResultCache, overrides: Overrides
+) -> list[WorkerProcess]:
+    """A shape worker started while the source rules run (its torch import overlaps them),
+    when the shape stage will check a model; none when its results will likely come from the
+    cache (no file it reads changed)."""
+    candidates = _shape_candidates(tasks, overrides)
+    if not candidates or _shape_mode(tasks, overrides) == "off":
+        return []
+    evidence = _shape_evidence(tasks, candidates)
+    changed = {id(t) for t in misses}
+    if cache.enabled and not any(id(t) in changed for t in [*candidates, *evidence]):
+        return []
+    try:
+        from torchlint import shapes
+        from torchlint.shapes.client import start_worker
+    except ImportError:
+        return []
+    sources = _shape_sources([*candidates, *evidence])
+    if not shapes.needs_worker(list(sources.items())):
+        return []
+    return [start_worker()]
 
 
 def _shape_report(

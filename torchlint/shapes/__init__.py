@@ -19,7 +19,13 @@ if TYPE_CHECKING:
     from torchlint.shapes.client import WorkerProcess
     from torchlint.shapes.discover import FileInfo
 
-__all__ = ["NO_SHAPES_ENV", "check_files", "refused_by_environment", "torch_available"]
+__all__ = [
+    "NO_SHAPES_ENV",
+    "check_files",
+    "needs_worker",
+    "refused_by_environment",
+    "torch_available",
+]
 
 _SKIPPED = "TL690"
 #: Set to 1 (or true/yes) to turn shape checks off whatever a repository configures.
@@ -48,6 +54,7 @@ def check_files(
     tables: dict[str, list[dict[str, Any]]] | None = None,
     only: Collection[tuple[str, str]] | None = None,
     stats: dict[str, list[dict[str, Any]]] | None = None,
+    started: WorkerProcess | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
@@ -59,6 +66,8 @@ def check_files(
     `timeout` is per file (default 20 s, or `TORCHLINT_SHAPES_TIMEOUT`).
     With `stats` (a dict to fill), how each model was checked (`fx` or the hooks `fallback`,
     its result, seconds) is stored by path, for benchmarks.
+    `started`: a worker started earlier (`start_worker`, while the run did other work); it
+    serves the check if a model is to be checked, and is stopped in any case.
     """
     if timeout is None:
         try:
@@ -67,23 +76,39 @@ def check_files(
             timeout = _DEFAULT_TIMEOUT
     from torchlint.shapes import discover
 
-    infos = discover.scan(files)
-    if not infos:
-        return {}
-    worker: WorkerProcess | None = None
-    if not torch_available():
-        return _check_models(infos, files, declared, timeout, tables, only, stats, None, False)
-    from torchlint.shapes.client import start_worker
-    from torchlint.shapes.settle import may_settle
-
-    if tables is not None or not all(may_settle(info) for info in infos):
-        # A model will be checked: the worker imports torch while evidence is collected.
-        worker = start_worker()
+    worker = started
     try:
+        infos = discover.scan(files)
+        if not infos:
+            return {}
+        if not torch_available():
+            return _check_models(infos, files, declared, timeout, tables, only, stats, None, False)
+        if worker is None and _needs_worker(infos, tables is not None):
+            # A model will be checked: the worker imports torch while evidence is collected.
+            from torchlint.shapes.client import start_worker
+
+            worker = start_worker()
         return _check_models(infos, files, declared, timeout, tables, only, stats, worker)
     finally:
         if worker is not None:
             worker.close()
+
+
+def needs_worker(files: list[tuple[str, str]]) -> bool:
+    """Whether `check_files` on these files will start a worker (a model may be checked),
+    so that a caller can start it earlier (`client.start_worker`)."""
+    from torchlint.shapes import discover
+
+    if not torch_available():
+        return False
+    infos = discover.scan(files)
+    return bool(infos) and _needs_worker(infos, False)
+
+
+def _needs_worker(infos: list[FileInfo], tables: bool) -> bool:
+    from torchlint.shapes.settle import may_settle
+
+    return tables or not all(may_settle(info) for info in infos)
 
 
 def _check_models(

@@ -1,0 +1,131 @@
+"""The shape worker starts while the source rules run, only when a model will be checked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchlint import runner, shapes
+from torchlint.config import Overrides
+from torchlint.runner import RunOptions, run
+from torchlint.shapes import client
+
+MODEL = """\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+model = Net()
+print(model(torch.randn(3, 4)))
+"""
+# Mentions nn.Module (a candidate for the shape stage) but defines no model.
+NO_MODEL = """\
+import torch
+
+# Works with any nn.Module.
+def count(model):
+    return sum(p.numel() for p in model.parameters())
+"""
+
+
+class _FakeWorker:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Records the workers started early and what the shape stage was given."""
+    seen: dict[str, Any] = {"started": [], "given": []}
+
+    def start() -> _FakeWorker:
+        worker = _FakeWorker()
+        seen["started"].append(worker)
+        return worker
+
+    def check_files(files: list, **kwargs: Any) -> dict:
+        seen["given"].append(kwargs.get("started"))
+        return {}
+
+    monkeypatch.setattr(client, "start_worker", start)
+    monkeypatch.setattr(shapes, "check_files", check_files)
+    monkeypatch.setattr(shapes, "torch_available", lambda: True)
+    return seen
+
+
+def _run(folder: Path, **options: Any) -> None:
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        run([folder], Overrides(), RunOptions(jobs=1, **options))
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_model_to_check_gets_a_worker_started_early(
+    tmp_path: Path, recorded: dict[str, Any]
+) -> None:
+    (tmp_path / "train.py").write_text(MODEL)
+    _run(tmp_path, use_cache=False)
+    assert len(recorded["started"]) == 1
+    assert recorded["given"] == recorded["started"]
+    assert recorded["started"][0].closed
+
+
+def test_no_worker_when_no_file_defines_a_model(tmp_path: Path, recorded: dict[str, Any]) -> None:
+    (tmp_path / "count.py").write_text(NO_MODEL)
+    (tmp_path / "script.py").write_text("import torch\nprint(torch.zeros(2))\n")
+    _run(tmp_path, use_cache=False)
+    assert recorded["started"] == []
+    assert recorded["given"] == [None]
+
+
+def test_no_worker_when_shape_checks_are_off(tmp_path: Path, recorded: dict[str, Any]) -> None:
+    (tmp_path / "train.py").write_text(MODEL)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        run([tmp_path], Overrides(shapes="off"), RunOptions(jobs=1, use_cache=False))
+    finally:
+        os.chdir(cwd)
+    assert recorded["started"] == [] and recorded["given"] == []
+
+
+def test_no_worker_when_no_file_changed_since_the_cached_run(
+    tmp_path: Path, recorded: dict[str, Any]
+) -> None:
+    (tmp_path / "train.py").write_text(MODEL)
+    cache = tmp_path / "cache"
+    _run(tmp_path, cache_dir=cache)
+    assert len(recorded["started"]) == 1
+    _run(tmp_path, cache_dir=cache)
+    assert len(recorded["started"]) == 1  # the second run starts none
+
+
+def test_the_early_worker_is_stopped_when_the_run_fails(
+    tmp_path: Path, recorded: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "train.py").write_text(MODEL)
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runner, "_shape_diagnostics", fail)
+    with pytest.raises(RuntimeError):
+        _run(tmp_path, use_cache=False)
+    assert [w.closed for w in recorded["started"]] == [True]
