@@ -35,11 +35,18 @@ _NORM = {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "InstanceNorm
 _CODES = {"TL601", "TL602", "TL603", "TL604", "TL605"}
 
 RUN_FORWARD = r"""
-import importlib.util, json, os, sys, torch
-from torchlint.shapes.build import constructor_arguments
+import ast, importlib.util, json, os, sys, torch
+from torchlint.shapes.build import NeedsArguments, builder_arguments, constructor_arguments
+from torchlint.shapes.evidence import builder_functions
 path, models, package = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 sys.path.insert(0, os.path.dirname(path))
 sys.argv = [path]
+if package.startswith("torchvision"):
+    # The package's own copy of the file registered its builders already.
+    import torchvision.models._api
+    torchvision.models._api.BUILTIN_MODELS.clear()
+with open(path, encoding="utf-8") as handle:
+    builders = builder_functions(ast.parse(handle.read()), set(models))
 name = (package + "." if package else "") + "mutant_under_test"
 spec = importlib.util.spec_from_file_location(name, path)
 module = importlib.util.module_from_spec(spec)
@@ -50,8 +57,13 @@ out = {}
 for name, inputs in models.items():
     try:
         cls = getattr(module, name)
-        args, kwargs, _ = constructor_arguments(cls, None)
-        model = cls(*args, **kwargs).eval()
+        try:
+            args, kwargs, _ = constructor_arguments(cls, None)
+            model = cls(*args, **kwargs).eval()
+        except NeedsArguments:
+            # As the engine does: the first argument-free builder of the class (`vgg11()`).
+            function = getattr(module, builders.get(name, ["?"])[0])
+            model = function(**builder_arguments(function)).eval()
     except Exception as exc:
         out[name] = "build: " + type(exc).__name__
         continue

@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -555,6 +556,12 @@ class FileChecker:
     ) -> bool:
         """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
         take other values: each one more, then every free size equal (a view by one of them)."""
+        return all(_alike(again, failure) for again in self._trials(model, plan, hints, fixed))
+
+    def _trials(
+        self, model: nn.Module, plan: InputPlan, hints: dict[str, int], fixed: dict[str, str]
+    ) -> Iterator[Failure | None]:
+        """The failures (None: it passed) of runs with the sizes in `fixed` changed."""
         top = max(hints.values())
         start = {d.name: d.hint for spec in plan.specs for d in spec.dims if d.name}
         start.update(hints)  # a freed size (`F0`) has only its plan's hint
@@ -566,10 +573,31 @@ class FileChecker:
             world = World(
                 model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)
             )
-            again = analyze_hooks(world, self.user_files)
-            if again is None or again.module is not failure.module or again.op != failure.op:
-                return False
-        return True
+            yield analyze_hooks(world, self.user_files)
+
+    def _concrete_failure(
+        self, model: nn.Module, plan: InputPlan, hints: dict[str, int]
+    ) -> tuple[Failure, str] | None:
+        """The failure of a run with concrete sizes and its rule, when it comes back alike
+        with every free size changed (else None)."""
+        world = World(model, plan, hints, symbolic=False, session=self._session(model))
+        failure = analyze_hooks(world, self.user_files)
+        if failure is None:
+            return None
+        code = F.classify(failure, self.user_files)
+        every = {d.name: "" for spec in plan.specs for d in spec.dims if d.name}
+        received = F.received_size(failure)
+        if code is None or not every or received is None:
+            return None
+        # A sized layer that receives the same size whatever the input's: a run that stops
+        # earlier at another size (a mask shorter than the input) tells nothing, one that
+        # passes or gets another size shows the failure is not definite.
+        alike = 0
+        for again in self._trials(model, plan, hints, every):
+            if again is None or (_alike(again, failure) and F.received_size(again) != received):
+                return None
+            alike += _alike(again, failure)
+        return (failure, code) if alike >= 2 else None
 
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
@@ -644,6 +672,7 @@ class FileChecker:
         """Symbolic analysis: negate the failing guard and look for sizes that satisfy it."""
         result.hints = hints  # updated in place as sizes are solved for
         flipped: set[Any] = set()
+
         for attempt in range(_MAX_FLIPS):
             world = World(model, plan, hints, symbolic=True, session=self._session(model))
             failure = self._analyze(world, graph_for_analysis)
@@ -656,6 +685,14 @@ class FileChecker:
             if failure is None:
                 result.ok = True
                 return result
+            if attempt == 0 and _symbolic_limit(failure.exc):
+                # An op that needs numbers (a sliced attention mask) stopped the symbolic run
+                # before the failure: a concrete one that fails alike at other sizes decides.
+                concrete = self._concrete_failure(model, plan, hints)
+                if concrete is not None:
+                    result.failure, result.code = concrete
+                    result.rank_error = F.rank_error(result.failure.exc)
+                    return result
             result.failure = failure
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
@@ -707,6 +744,11 @@ PROBE_SIZES = (32, 28, 224, 64)
 _SCALES = (4, 16, 64)
 
 
+#: Errors of ops that need concrete sizes (the symbolic run cannot go past them).
+_SYMBOLIC_LIMIT = re.compile(
+    r"expected to contain only concrete integers|GuardOnDataDependentSymNode|"
+    r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)"
+)
 _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
 
 
@@ -847,6 +889,16 @@ def _solve(conditions: list[Any], world: World, hints: dict[sympy.Symbol, int]) 
         return Problem(conditions, world.names, hints).find()
     except Unsupported:
         return None
+
+
+def _alike(again: Failure | None, failure: Failure) -> bool:
+    """Whether a run failed at the same layer or op as `failure`."""
+    return again is not None and again.module is failure.module and again.op == failure.op
+
+
+def _symbolic_limit(exc: BaseException) -> bool:
+    """Whether an error says that an op cannot take symbolic sizes (not that sizes differ)."""
+    return bool(_SYMBOLIC_LIMIT.search(f"{type(exc).__name__}: {exc}"))
 
 
 def _failure_reason(failure: Failure, stubbed: list[str]) -> str:
