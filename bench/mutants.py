@@ -189,16 +189,16 @@ def _bumped(source: str, node: ast.expr) -> str:
 
 def engine_models(path: Path, timeout: float) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
     """The models the engine checked in a file, with their input (shapes, dtypes); its findings."""
-    done = subprocess.run(
-        [sys.executable, "-m", "torchlint", "shapes", "--output-format", "json", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
     try:
+        done = subprocess.run(
+            [sys.executable, "-m", "torchlint", "shapes", "--output-format", "json", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         table = json.loads(done.stdout)
-    except json.JSONDecodeError:
+    except (subprocess.TimeoutExpired, json.JSONDecodeError):
         return {}, []
     models: dict[str, list[Any]] = {}
     findings = []
