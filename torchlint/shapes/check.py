@@ -586,18 +586,32 @@ class FileChecker:
             return None
         code = F.classify(failure, self.user_files)
         every = {d.name: "" for spec in plan.specs for d in spec.dims if d.name}
-        received = F.received_size(failure)
-        if code is None or not every or received is None:
+        if code is None or not every or not self._sized_alike(model, plan, hints, every, failure):
             return None
-        # A sized layer that receives the same size whatever the input's: a run that stops
-        # earlier at another size (a mask shorter than the input) tells nothing, one that
-        # passes or gets another size shows the failure is not definite.
-        alike = 0
-        for again in self._trials(model, plan, hints, every):
-            if again is None or (_alike(again, failure) and F.received_size(again) != received):
-                return None
-            alike += _alike(again, failure)
-        return (failure, code) if alike >= 2 else None
+        return failure, code
+
+    def _sized_alike(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        sizes: dict[str, str],
+        failure: Failure,
+    ) -> bool:
+        """Whether a sized layer (a Linear, a norm) fails alike, on the same received size,
+        when `sizes` take other values. A run that stops earlier at another size (a window
+        that no longer divides the input, a mask shorter than it) tells nothing; one that
+        passes, or brings the layer another size, shows the failure is not definite."""
+        received = F.received_size(failure)
+        if received is None:
+            return False
+        runs = list(self._trials(model, plan, hints, sizes))
+        if any(a is None or (_alike(a, failure) and F.received_size(a) != received) for a in runs):
+            return False
+        # The model's own assertion refusing every other size (`H == img_size`): the sizes
+        # checked are the ones it accepts.
+        refused = all(_alike(a, failure) or a.op == "assert" for a in runs if a is not None)
+        return sum(_alike(a, failure) for a in runs) >= 2 or refused
 
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
@@ -701,6 +715,7 @@ class FileChecker:
                 code is not None
                 and fixed
                 and not self._fails_alike(model, plan, hints, fixed, failure)
+                and not self._sized_alike(model, plan, hints, fixed, failure)
             ):
                 # Seen at one size only: the op that fixed it hides whether others work.
                 result.reason = self._failure_reason(failure) + _fixed_note(fixed)
