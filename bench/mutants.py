@@ -35,11 +35,18 @@ _NORM = {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "InstanceNorm
 _CODES = {"TL601", "TL602", "TL603", "TL604", "TL605"}
 
 RUN_FORWARD = r"""
-import importlib.util, json, os, sys, torch
-from torchlint.shapes.build import constructor_arguments
+import ast, importlib.util, json, os, sys, torch
+from torchlint.shapes.build import NeedsArguments, builder_arguments, constructor_arguments
+from torchlint.shapes.evidence import builder_functions
 path, models, package = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 sys.path.insert(0, os.path.dirname(path))
 sys.argv = [path]
+if package.startswith("torchvision"):
+    # The package's own copy of the file registered its builders already.
+    import torchvision.models._api
+    torchvision.models._api.BUILTIN_MODELS.clear()
+with open(path, encoding="utf-8") as handle:
+    builders = builder_functions(ast.parse(handle.read()), set(models))
 name = (package + "." if package else "") + "mutant_under_test"
 spec = importlib.util.spec_from_file_location(name, path)
 module = importlib.util.module_from_spec(spec)
@@ -50,8 +57,13 @@ out = {}
 for name, inputs in models.items():
     try:
         cls = getattr(module, name)
-        args, kwargs, _ = constructor_arguments(cls, None)
-        model = cls(*args, **kwargs).eval()
+        try:
+            args, kwargs, _ = constructor_arguments(cls, None)
+            model = cls(*args, **kwargs).eval()
+        except NeedsArguments:
+            # As the engine does: the first argument-free builder of the class (`vgg11()`).
+            function = getattr(module, builders.get(name, ["?"])[0])
+            model = function(**builder_arguments(function)).eval()
     except Exception as exc:
         out[name] = "build: " + type(exc).__name__
         continue
@@ -177,16 +189,16 @@ def _bumped(source: str, node: ast.expr) -> str:
 
 def engine_models(path: Path, timeout: float) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
     """The models the engine checked in a file, with their input (shapes, dtypes); its findings."""
-    done = subprocess.run(
-        [sys.executable, "-m", "torchlint", "shapes", "--output-format", "json", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
     try:
+        done = subprocess.run(
+            [sys.executable, "-m", "torchlint", "shapes", "--output-format", "json", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         table = json.loads(done.stdout)
-    except json.JSONDecodeError:
+    except (subprocess.TimeoutExpired, json.JSONDecodeError):
         return {}, []
     models: dict[str, list[Any]] = {}
     findings = []
@@ -211,6 +223,14 @@ def package_of(path: Path) -> str:
         if root and "site-packages" in root and str(path).startswith(root.rstrip("/") + "/"):
             return ".".join(path.parent.relative_to(root).parts)
     return ""
+
+
+def unregistered(text: str, package: str) -> str:
+    """A torchvision file's copy without `@register_model()` (its builders' names are taken
+    by the package's own file), line for line."""
+    if not package.startswith("torchvision"):
+        return text
+    return text.replace("@register_model()", "# register_model()")
 
 
 def run_forward(
@@ -285,7 +305,7 @@ def _run_mutants(
     for mutant in mutants(source):
         if summary["mutants"] >= limit:
             break
-        target.write_text(mutant.text, encoding="utf-8")
+        target.write_text(unregistered(mutant.text, package), encoding="utf-8")
         ran = run_forward(target, passing, timeout, package)
         if not any(v.startswith("fail") for v in ran.values()):
             continue  # not a bug for these models (or not reached)

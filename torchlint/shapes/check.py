@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -578,6 +579,12 @@ class FileChecker:
     ) -> bool:
         """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
         take other values: each one more, then every free size equal (a view by one of them)."""
+        return all(_alike(again, failure) for again in self._trials(model, plan, hints, fixed))
+
+    def _trials(
+        self, model: nn.Module, plan: InputPlan, hints: dict[str, int], fixed: dict[str, str]
+    ) -> Iterator[Failure | None]:
+        """The failures (None: it passed) of runs with the sizes in `fixed` changed."""
         top = max(hints.values())
         start = {d.name: d.hint for spec in plan.specs for d in spec.dims if d.name}
         start.update(hints)  # a freed size (`F0`) has only its plan's hint
@@ -589,10 +596,45 @@ class FileChecker:
             world = World(
                 model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)
             )
-            again = analyze_hooks(world, self.user_files)
-            if again is None or again.module is not failure.module or again.op != failure.op:
-                return False
-        return True
+            yield analyze_hooks(world, self.user_files)
+
+    def _concrete_failure(
+        self, model: nn.Module, plan: InputPlan, hints: dict[str, int]
+    ) -> tuple[Failure, str] | None:
+        """The failure of a run with concrete sizes and its rule, when it comes back alike
+        with every free size changed (else None)."""
+        world = World(model, plan, hints, symbolic=False, session=self._session(model))
+        failure = analyze_hooks(world, self.user_files)
+        if failure is None:
+            return None
+        code = F.classify(failure, self.user_files)
+        every = {d.name: "" for spec in plan.specs for d in spec.dims if d.name}
+        if code is None or not every or not self._sized_alike(model, plan, hints, every, failure):
+            return None
+        return failure, code
+
+    def _sized_alike(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        sizes: dict[str, str],
+        failure: Failure,
+    ) -> bool:
+        """Whether a sized layer (a Linear, a norm) fails alike, on the same received size,
+        when `sizes` take other values. A run that stops earlier at another size (a window
+        that no longer divides the input, a mask shorter than it) tells nothing; one that
+        passes, or brings the layer another size, shows the failure is not definite."""
+        received = F.received_size(failure)
+        if received is None:
+            return False
+        runs = list(self._trials(model, plan, hints, sizes))
+        if any(a is None or (_alike(a, failure) and F.received_size(a) != received) for a in runs):
+            return False
+        # The model's own assertion refusing every other size (`H == img_size`): the sizes
+        # checked are the ones it accepts.
+        refused = all(_alike(a, failure) or a.op == "assert" for a in runs if a is not None)
+        return sum(_alike(a, failure) for a in runs) >= 2 or refused
 
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
@@ -667,6 +709,7 @@ class FileChecker:
         """Symbolic analysis: negate the failing guard and look for sizes that satisfy it."""
         result.hints = hints  # updated in place as sizes are solved for
         flipped: set[Any] = set()
+
         for attempt in range(_MAX_FLIPS):
             world = World(model, plan, hints, symbolic=True, session=self._session(model))
             failure = self._analyze(world, graph_for_analysis)
@@ -679,6 +722,14 @@ class FileChecker:
             if failure is None:
                 result.ok = True
                 return result
+            if attempt == 0 and _symbolic_limit(failure.exc):
+                # An op that needs numbers (a sliced attention mask) stopped the symbolic run
+                # before the failure: a concrete one that fails alike at other sizes decides.
+                concrete = self._concrete_failure(model, plan, hints)
+                if concrete is not None:
+                    result.failure, result.code = concrete
+                    result.rank_error = F.rank_error(result.failure.exc)
+                    return result
             result.failure = failure
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
@@ -687,6 +738,7 @@ class FileChecker:
                 code is not None
                 and fixed
                 and not self._fails_alike(model, plan, hints, fixed, failure)
+                and not self._sized_alike(model, plan, hints, fixed, failure)
             ):
                 # Seen at one size only: the op that fixed it hides whether others work.
                 result.reason = self._failure_reason(failure) + _fixed_note(fixed)
@@ -730,6 +782,11 @@ PROBE_SIZES = (32, 28, 224, 64)
 _SCALES = (4, 16, 64)
 
 
+#: Errors of ops that need concrete sizes (the symbolic run cannot go past them).
+_SYMBOLIC_LIMIT = re.compile(
+    r"expected to contain only concrete integers|GuardOnDataDependentSymNode|"
+    r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)"
+)
 _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
 
 
@@ -870,6 +927,16 @@ def _solve(conditions: list[Any], world: World, hints: dict[sympy.Symbol, int]) 
         return Problem(conditions, world.names, hints).find()
     except Unsupported:
         return None
+
+
+def _alike(again: Failure | None, failure: Failure) -> bool:
+    """Whether a run failed at the same layer or op as `failure`."""
+    return again is not None and again.module is failure.module and again.op == failure.op
+
+
+def _symbolic_limit(exc: BaseException) -> bool:
+    """Whether an error says that an op cannot take symbolic sizes (not that sizes differ)."""
+    return bool(_SYMBOLIC_LIMIT.search(f"{type(exc).__name__}: {exc}"))
 
 
 def _failure_reason(failure: Failure, stubbed: list[str]) -> str:

@@ -73,6 +73,8 @@ DATASETS: dict[str, tuple[int, int | None, int | None]] = {
 _RESIZES = ("Resize", "CenterCrop", "RandomResizedCrop", "RandomCrop", "FiveCrop")
 _TENSOR_FACTORIES = ("randn", "rand", "zeros", "ones", "empty")
 _INSTANCE_METHODS = ("to", "cuda", "cpu", "eval", "train", "float", "half", "requires_grad_")
+#: Wrappers whose call runs the wrapped model on the same inputs (`DDP(model, ...)(x)`).
+_WRAPPERS = ("DistributedDataParallel", "DDP", "DataParallel", "FSDP", "compile")
 
 
 def collect(
@@ -174,7 +176,9 @@ def _scan_file(
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
-                    key = _instance_of(node.value, abspath, owners)
+                    key = _instance_of(node.value, abspath, owners) or _wrapped(
+                        node.value, instances
+                    )
                     if key is not None:
                         instances[target.id] = key
                     else:
@@ -425,6 +429,20 @@ def _instance_of(
         return None
     info = _resolve(name, abspath, owners)
     return (info.abspath, name) if info is not None else None
+
+
+def _wrapped(value: ast.AST, instances: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
+    """`DDP(model, device_ids=[rank])`, `torch.compile(model)` -> the wrapped model's class key."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _INSTANCE_METHODS
+    ):
+        value = value.func.value
+    if not isinstance(value, ast.Call) or _call_class_name(value) not in _WRAPPERS:
+        return None
+    first = value.args[0] if value.args else None
+    return instances.get(first.id) if isinstance(first, ast.Name) else None
 
 
 def _ctor_args(

@@ -576,6 +576,12 @@ def custom_layer(failure: Failure, ctx: Context) -> tuple[str, nn.Module] | None
     return best
 
 
+def received_size(failure: Failure) -> int | None:
+    """The size a sized layer (a Linear, a conv, a norm) checked and did not get, or None."""
+    shape = failure.inputs[0] if failure.inputs else None
+    return _received_size(failure.module, shape) if failure.module is not None else None
+
+
 def _received_size(module: nn.Module, shape: Any) -> int | None:
     """The size the layer would need to take what reached it (an int, or None)."""
     if not shape:
