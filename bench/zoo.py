@@ -86,6 +86,10 @@ TRANSFORMERS_FP = [
     "mobilebert",
     "glm4v",
     "wavlm",
+    "clap",
+    "vjepa2",
+    "sam2_video",
+    "videomae",
 ]
 TIMM = [
     "resnet",

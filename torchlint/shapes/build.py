@@ -228,6 +228,27 @@ def _shallow(config: Any) -> Any:
     return config
 
 
+def full_depth(kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The constructor arguments with each configuration that `_shallow` cut built again
+    with all its layers, or None when nothing was cut.
+
+    Other fields may name layers by their index (`out_indices = (3, 5, 7, 11)`, the hidden
+    states a segmentation head reads): a failure met with a cut configuration is only the
+    model's if the full one fails too.
+    """
+    deep = dict(kwargs)
+    for key, value in kwargs.items():
+        if not _config_like(type(value)):
+            continue
+        try:
+            fresh = type(value)()
+        except Exception:
+            continue
+        if any(getattr(fresh, f, None) != getattr(value, f, None) for f in _DEPTH_FIELDS):
+            deep[key] = fresh
+    return deep if any(deep[k] is not kwargs[k] for k in kwargs) else None
+
+
 def builder_arguments(function: Any) -> dict[str, Any]:
     """Keyword arguments that keep a builder from loading weights (`weights=None`)."""
     try:

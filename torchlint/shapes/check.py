@@ -27,6 +27,7 @@ from torchlint.shapes.build import (
     builder_arguments,
     call_builder,
     constructor_arguments,
+    full_depth,
     materialize_lazy,
     site_of,
 )
@@ -67,6 +68,8 @@ _MAX_FLIPS = 6
 #: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
 _MAX_BUILDERS = 2
 _GUESSED_DEFINITE = frozenset({"TL601", "TL602", "TL603", "TL604"})
+#: Findings that a configuration cut to fewer layers may cause (see `full_depth`).
+_DEPTH_SENSITIVE = frozenset({"TL601", "TL602", "TL603", "TL604", "TL605", "TL607"})
 #: Input sizes often met (images, mel bins, sequences): a failure that one of them avoids is
 #: not certain.
 _USUAL_SIZES = (28, 32, 64, 80, 128, 224)
@@ -173,15 +176,7 @@ class FileChecker:
                 else:  # `resnet50()` hands `Bottleneck` to `ResNet`: checked inside it
                     self._check_user(model, how, path, line, job)
                 continue
-            try:
-                model = build(cls, args, kwargs)
-            except Exception as exc:
-                call = _call_text(name, args, kwargs)
-                self._skip(path, line, name, f"could not build {call}: {_brief(exc)}")
-                continue
-            self._config = _config_in(kwargs)
-            self.check_model(model, name, (path, line), spec, declared)
-            self._config = None
+            self._build_and_check(cls, name, (path, line), spec, declared, args, kwargs)
         for name in job.get("module_level", []):
             value = getattr(module, name, None)
             if inspect.isfunction(value):  # a factory: `def net(): return nn.Sequential(...)`
@@ -251,14 +246,61 @@ class FileChecker:
         if source != "default config":
             return
         self.configured.add(cls)
+        self._build_and_check(cls, name, where, spec, {}, args, kwargs, f"{name}(config)")
+
+    def _build_and_check(
+        self,
+        cls: type,
+        name: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        declared: dict[str, Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+        call: str | None = None,
+    ) -> None:
+        """Build a class and check it (`call`: how a build failure names the call).
+
+        A definite finding met with a configuration cut to a couple of layers stands only
+        if the model with all its layers fails too."""
+        start = len(self.findings)
+        if not self._build_once(cls, name, where, spec, declared, args, kwargs, call):
+            return
+        if not any(f["code"] in _DEPTH_SENSITIVE for f in self.findings[start:]):
+            return
+        deep = full_depth(kwargs)
+        if deep is None:
+            return
+        kept, self.findings[start:] = self.findings[start:], []
+        record = self.stats.models.pop()
+        if not self._build_once(cls, name, where, spec, declared, args, deep, call):
+            self.findings[start:] = kept  # the full model cannot be built: keep what was seen
+            self.stats.models.append(record)
+
+    def _build_once(
+        self,
+        cls: type,
+        name: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        declared: dict[str, Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+        call: str | None = None,
+    ) -> bool:
+        """Build and check a class (False, with a TL690, when it cannot be built)."""
         try:
             model = build(cls, args, kwargs)
         except Exception as exc:
-            self._skip(*where, name, f"could not build {name}(config): {_brief(exc)}")
-            return
+            call = call or _call_text(name, args, kwargs)
+            self._skip(*where, name, f"could not build {call}: {_brief(exc)}")
+            return False
         self._config = _config_in(kwargs)
-        self.check_model(model, name, where, spec, {})
-        self._config = None
+        try:
+            self.check_model(model, name, where, spec, declared)
+        finally:
+            self._config = None
+        return True
 
     def _check_guessed(
         self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
@@ -551,13 +593,17 @@ class FileChecker:
                         self._harvest(model, plan, hints, graph_for_analysis, result)
                     return result
         result = self._search(model, plan, dict(world.hints), graph_for_analysis, result)
-        freed = _freed(plan) if result.code is not None else None
-        if freed is not None:
-            # An inferred plan fixes a size from the first layer that reads the input; the
-            # forward may change that size first (`x[:, :, 2:]`): solve for it instead.
-            retry = self._search(model, freed, dict(world.hints), graph_for_analysis, PlanResult())
+        # An inferred plan fixes a size from the first layer that reads the input; the
+        # forward may change that size first (`x[:, :, 2:]`): solve for it instead. Inputs
+        # whose sizes were inferred alike may differ (a mask at 16 times a feature map's
+        # resolution): each gets sizes of its own.
+        for relaxed in (_freed(plan), _untied(plan)):
+            if relaxed is None or result.code is None:
+                continue
+            hinted = dict(world.hints)
+            retry = self._search(model, relaxed, hinted, graph_for_analysis, PlanResult())
             if retry.ok or not _same_site(retry, result):
-                retry.constraints = []  # conditions on the freed sizes are not the user's
+                retry.constraints = []  # conditions on the relaxed sizes are not the user's
                 return retry
         if result.code is not None and sizes:
             # A definite failure holds for every size; one found after sizes were solved for
@@ -569,22 +615,38 @@ class FileChecker:
                     return PlanResult(ok=True, pinned=True, hints=hints)
         return result
 
-    def _fails_alike(
+    def _unlike(
         self,
         model: nn.Module,
         plan: InputPlan,
         hints: dict[str, int],
         fixed: dict[str, str],
         failure: Failure,
-    ) -> bool:
+    ) -> tuple[dict[str, int], bool] | None:
         """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
-        take other values: each one more, then every free size equal (a view by one of them)."""
-        return all(_alike(again, failure) for again in self._trials(model, plan, hints, fixed))
+        take other values: each one more, then every free size equal (a view by one of them).
+
+        None when it comes back at every trial; else the trial's sizes where it did not, and
+        whether the forward passed there because a fixed size took the failing layer's own
+        size. The op hid the guard that compared that size with the layer's (a guessed side
+        that is the channels of a mono spectrogram, 1): such a trial is what solving the
+        guard would have given, and a pass there is a pass. A pass at the other trials may
+        be a coincidence (a view by two sizes that were made equal).
+        """
+        sizes = sorted(s for s in F.layer_sizes(failure.module) if s > 0)
+        for trial in ({name: size} for name in fixed for size in sizes):
+            if self._failure_at(model, plan, {**hints, **trial}) is None:
+                return trial, True
+        for trial, again in self._trials(model, plan, hints, fixed):
+            if not _alike(again, failure):
+                return trial, False
+        return None
 
     def _trials(
         self, model: nn.Module, plan: InputPlan, hints: dict[str, int], fixed: dict[str, str]
-    ) -> Iterator[Failure | None]:
-        """The failures (None: it passed) of runs with the sizes in `fixed` changed."""
+    ) -> Iterator[tuple[dict[str, int], Failure | None]]:
+        """Runs with the sizes in `fixed` changed: each trial's sizes and its failure (None:
+        it passed)."""
         top = max(hints.values())
         start = {d.name: d.hint for spec in plan.specs for d in spec.dims if d.name}
         start.update(hints)  # a freed size (`F0`) has only its plan's hint
@@ -593,18 +655,21 @@ class FileChecker:
         # the guess (80 mel bins, not 96): the sizes inputs often have are tried too.
         trials += [dict.fromkeys(fixed, size) for size in _USUAL_SIZES]
         for trial in trials:
-            world = World(
-                model, plan, {**hints, **trial}, symbolic=False, session=self._session(model)
-            )
-            yield analyze_hooks(world, self.user_files)
+            yield trial, self._failure_at(model, plan, {**hints, **trial})
+
+    def _failure_at(
+        self, model: nn.Module, plan: InputPlan, hints: dict[str, int]
+    ) -> Failure | None:
+        """The failure of a run with concrete sizes, followed by hooks (None: it passed)."""
+        world = World(model, plan, hints, symbolic=False, session=self._session(model))
+        return analyze_hooks(world, self.user_files)
 
     def _concrete_failure(
         self, model: nn.Module, plan: InputPlan, hints: dict[str, int]
     ) -> tuple[Failure, str] | None:
         """The failure of a run with concrete sizes and its rule, when it comes back alike
         with every free size changed (else None)."""
-        world = World(model, plan, hints, symbolic=False, session=self._session(model))
-        failure = analyze_hooks(world, self.user_files)
+        failure = self._failure_at(model, plan, hints)
         if failure is None:
             return None
         code = F.classify(failure, self.user_files)
@@ -628,7 +693,7 @@ class FileChecker:
         received = F.received_size(failure)
         if received is None:
             return False
-        runs = list(self._trials(model, plan, hints, sizes))
+        runs = [again for _, again in self._trials(model, plan, hints, sizes)]
         if any(a is None or (_alike(a, failure) and F.received_size(a) != received) for a in runs):
             return False
         # The model's own assertion refusing every other size (`H == img_size`): the sizes
@@ -647,8 +712,7 @@ class FileChecker:
 
     def _sized_layer_failed(self, model: nn.Module, plan: InputPlan, hints: dict[str, int]) -> bool:
         """Whether the first guess failed in a layer with a fixed size (a Linear, a norm)."""
-        world = World(model, plan, hints, symbolic=False, session=self._session(model))
-        failure = analyze_hooks(world, self.user_files)
+        failure = self._failure_at(model, plan, hints)
         return failure is not None and bool(F.layer_sizes(failure.module))
 
     def _harvest(
@@ -734,12 +798,15 @@ class FileChecker:
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
             fixed = world.specialized()
-            if (
-                code is not None
-                and fixed
-                and not self._fails_alike(model, plan, hints, fixed, failure)
-                and not self._sized_alike(model, plan, hints, fixed, failure)
-            ):
+            unlike = self._unlike(model, plan, hints, fixed, failure) if code and fixed else None
+            if unlike is not None:
+                trial, passed = unlike
+                if passed:
+                    # The sizes the op fixed, at other values, make the whole forward pass.
+                    hints.update(trial)
+                    result.ok = result.pinned = True
+                    return result
+            if unlike is not None and not self._sized_alike(model, plan, hints, fixed, failure):
                 # Seen at one size only: the op that fixed it hides whether others work.
                 result.reason = self._failure_reason(failure) + _fixed_note(fixed)
                 return result
@@ -838,6 +905,24 @@ def _freed(plan: InputPlan) -> InputPlan | None:
             dims.append(dim)
         specs.append(TensorSpec(dims, spec.dtype))
     return InputPlan(specs, plan.source, plan.label) if count else None
+
+
+def _untied(plan: InputPlan) -> InputPlan | None:
+    """An inferred plan of several inputs whose free sizes share names (`H`, `W`) with their
+    own names for each input after the first (`H1`, `W1`); the batch size stays shared."""
+    if plan.evidenced or len(plan.specs) < 2:
+        return None
+    seen: set[str] = set()
+    specs, renamed = [], False
+    for index, spec in enumerate(plan.specs):
+        dims = []
+        for dim in spec.dims:
+            if dim.name is not None and dim.name != "N" and dim.name in seen:
+                dim, renamed = Dim(f"{dim.name}{index}", dim.hint), True
+            dims.append(dim)
+        seen.update(d.name for d in spec.dims if d.name is not None)
+        specs.append(TensorSpec(dims, spec.dtype))
+    return InputPlan(specs, plan.source, plan.label) if renamed else None
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:

@@ -695,7 +695,9 @@ def constraint(failure: Failure, condition: Any, squares: list[int], ctx: Contex
         what = f"{name} expects {module.in_channels} channels"
     else:
         what = f"{name} needs a particular input size"
-    spatial = sorted({n for n in ctx.names.values() if n in ("H", "W", "D")}, key="DHW".index)
+    # The sizes the condition is about: others (sizes already fixed) keep their values.
+    roles = {ctx.names.get(s) for s in getattr(condition, "free_symbols", ())}
+    spatial = sorted(roles & {"H", "W", "D"}, key="DHW".index)
     if squares and spatial:
         label = "\u00d7".join(spatial)
         holds = f"{label} = {_squares(squares, len(spatial))}"
@@ -790,8 +792,14 @@ def _value_at_role(expr: Any, role: str, size: int, ctx: Context) -> int | None:
 def _uncommon(
     failure: Failure, condition: Any, squares: list[int], spatial: list[str], ctx: Context
 ) -> Finding | None:
-    """TL607 for a model (without evidence) that accepts no usual image size."""
+    """TL607 for a model (without evidence) that accepts no usual image size.
+
+    A condition on a video's frame count (or a volume's depth) alone is not about image
+    sides: the usual image sizes say nothing of it.
+    """
     if ctx.plan.evidenced or set(squares) & set(COMMON_IMAGE_SIZES):
+        return None
+    if not {"H", "W"} & set(spatial):
         return None
     if not isinstance(condition, sympy.Eq):
         return None

@@ -204,10 +204,26 @@ def image_plan(evidence: dict[str, Any], inferred: list[InputPlan] | None) -> In
     return None
 
 
+_MAX_COMBINED = 6
+
+
 def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
-    """Whole plans from per-input candidates (several inputs), at most a few."""
+    """Whole plans from per-input candidates (several inputs), at most a few.
+
+    The aligned choices come first (every input's first candidate, then every input's
+    second, ...): inputs of one forward usually have the same number of dimensions, and with
+    three inputs of two candidates each the all-second choice would be the last of eight.
+    """
+    width = max(len(candidates) for candidates in per_input)
+    aligned = [tuple(c[min(k, len(c) - 1)] for c in per_input) for k in range(width)]
+    choices: list[tuple[InputPlan, ...]] = []
+    for choice in itertools.chain(aligned, itertools.product(*per_input)):
+        if len(choices) == _MAX_COMBINED:
+            break
+        if not any(all(a is b for a, b in zip(choice, c, strict=True)) for c in choices):
+            choices.append(choice)
     combos = []
-    for choice in itertools.islice(itertools.product(*per_input), 6):
+    for choice in choices:
         specs = [spec for plan in choice for spec in plan.specs]
         if len(choice) == 1:
             combos.append(InputPlan(specs, choice[0].source, choice[0].label))
