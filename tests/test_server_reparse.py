@@ -126,7 +126,9 @@ def test_random_edits_reparse_to_the_full_tree(path: Path) -> None:
 def test_random_edits_lint_as_a_full_lint(path: Path) -> None:
     for previous, new in edit_sequence(path, seed=2, steps=4):
         linted = lint_document(None, path.name, new, ROOT, "utf-16", previous)
-        assert linted.diagnostics == lint_source(new, path.name, linted.settings.enabled), new
+        settings = linted.settings
+        full = lint_source(new, path.name, settings.enabled, torch_version=settings.torch_version)
+        assert linted.diagnostics == full, new
 
 
 @pytest.mark.parametrize("path", FIXTURES[::4], ids=lambda p: p.stem)
