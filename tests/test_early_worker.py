@@ -129,3 +129,27 @@ def test_the_early_worker_is_stopped_when_the_run_fails(
     with pytest.raises(RuntimeError):
         _run(tmp_path, use_cache=False)
     assert [w.closed for w in recorded["started"]] == [True]
+
+
+def test_the_shape_stage_reuses_the_scan_that_decided_the_early_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchlint.shapes import discover
+
+    (tmp_path / "model.py").write_text(MODEL)
+    scans: list[int] = []
+    scan = discover.scan
+
+    def counted(files: list) -> list:
+        scans.append(len(files))
+        return scan(files)
+
+    monkeypatch.setattr(discover, "scan", counted)
+    monkeypatch.setattr(shapes, "_needs_worker", lambda infos, tables: False)
+    monkeypatch.setattr(shapes, "torch_available", lambda: True)
+    files = [("model.py", MODEL)]
+    assert shapes.needs_worker(files) is False
+    assert shapes._scan(list(files)) != []
+    assert scans == [1]
+    assert shapes._scan(files) != []  # taken over once only
+    assert scans == [1, 1]

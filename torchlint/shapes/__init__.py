@@ -74,11 +74,9 @@ def check_files(
             timeout = float(os.environ.get("TORCHLINT_SHAPES_TIMEOUT") or _DEFAULT_TIMEOUT)
         except ValueError:
             timeout = _DEFAULT_TIMEOUT
-    from torchlint.shapes import discover
-
     worker = started
     try:
-        infos = discover.scan(files)
+        infos = _scan(files)
         if not infos:
             return {}
         if not torch_available():
@@ -102,7 +100,23 @@ def needs_worker(files: list[tuple[str, str]]) -> bool:
     if not torch_available():
         return False
     infos = discover.scan(files)
+    _scanned[:] = [(files, infos)]
     return bool(infos) and _needs_worker(infos, False)
+
+
+#: The scan `needs_worker` made, for the `check_files` of the same files that follows it.
+_scanned: list[tuple[list[tuple[str, str]], list[FileInfo]]] = []
+
+
+def _scan(files: list[tuple[str, str]]) -> list[FileInfo]:
+    """`discover.scan(files)`, taken over from `needs_worker` when it scanned the same files."""
+    from torchlint.shapes import discover
+
+    if _scanned:
+        scanned, infos = _scanned.pop()
+        if scanned == files:
+            return infos
+    return discover.scan(files)
 
 
 def _needs_worker(infos: list[FileInfo], tables: bool) -> bool:
