@@ -132,16 +132,18 @@ def _collect(
         try:
             stdin.write(payload)
             stdin.close()
-        except OSError:
+        except (OSError, ValueError):
             pass
 
     errors: list[bytes] = []
     stderr = process.stderr
 
     def drain() -> None:
-        for chunk in iter(lambda: stderr.read(4096), b""):
-            errors.append(chunk)
-            del errors[:-4]
+        # The worker's streams are closed when it is stopped, possibly while this reads.
+        with contextlib.suppress(OSError, ValueError):
+            for chunk in iter(lambda: stderr.read(4096), b""):
+                errors.append(chunk)
+                del errors[:-4]
 
     for thread in (
         threading.Thread(target=feed, daemon=True),
