@@ -211,7 +211,7 @@ class Mismatch(nn.Module):
         (str(tmp_path / f"{name}.py"), text)
         for name, text in [("slow", slow), ("crash", crash), ("fine", fine)]
     ]
-    results = check_files(files, timeout=3.0)
+    results = check_files(files, timeout=6.0)
     [slow_result] = results[files[0][0]]
     [crash_result] = results[files[1][0]]
     assert slow_result.code == "TL690" and "timed out" in slow_result.message
