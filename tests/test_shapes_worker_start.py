@@ -85,6 +85,14 @@ def test_a_worker_started_early_serves_the_request(tmp_path: Path) -> None:
     assert worker.process.poll() is not None  # stopped once it answered
 
 
+def test_a_worker_warmed_while_waiting_answers_alike_without_a_warm_up(tmp_path: Path) -> None:
+    sources = {f"net{i}": MISMATCH for i in range(2)}
+    results, facts = run_worker(_request(tmp_path, sources, "Mismatch"), 20.0, start_worker(True))
+    assert "warmed_up" not in facts and facts["phases"]["warm"] > 0
+    codes = [[f["code"] for f in r.get("findings", [])] for r in results.values()]
+    assert codes == [["TL601"]] * 2
+
+
 def test_a_worker_started_for_nothing_is_stopped() -> None:
     worker = start_worker()
     worker.close()
