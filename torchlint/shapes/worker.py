@@ -5,7 +5,7 @@ event on stdout: `{"event": "ready", ...}` once started, then `{"event": "file",
 
 The worker imports torch and the engine, installs the sandbox (`sandbox`: an audit hook
 refusing processes, network, writes and native code) before any user code runs, calls
-`gc.freeze()`, and then forks one child per file (one per core at a time: `check_all`).
+`gc.freeze()`, and then forks one child per file (one per idle core at a time: `check_all`).
 Each child also runs under OS limits and `signal.alarm`, and is killed from this side when
 late. A timeout, crash, hang or refused
 side effect becomes a TL690 finding for that file and the run goes on.
@@ -431,7 +431,7 @@ def check_all(
     emit: Callable[..., None],
     protocol: Any,
 ) -> None:
-    """Check every job in forked children, several at once on a machine with several cores
+    """Check every job in forked children, several at once on a machine with idle cores
     once fake tensors are loaded here (before, one child at a time: the first that needs
     them asks for the warm-up). Children share nothing but what this process had loaded
     before forking them, so the answers do not depend on how many run at once."""
@@ -462,8 +462,9 @@ def check_all(
 
 
 def _parallel_children() -> int:
-    """How many children check files at once: one per core this process may use (at most
-    `_MAX_CHILDREN`; `TORCHLINT_SHAPES_PROCESSES` overrides)."""
+    """How many children check files at once: one per idle core this process may use (at
+    most `_MAX_CHILDREN`; `TORCHLINT_SHAPES_PROCESSES` overrides). On a busy machine a second
+    child would only share a core, and each file would take longer against its time limit."""
     try:
         return max(1, int(os.environ.get("TORCHLINT_SHAPES_PROCESSES", "")))
     except ValueError:
@@ -472,7 +473,11 @@ def _parallel_children() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(_MAX_CHILDREN, cores))
+    try:
+        idle = cores - os.getloadavg()[0]
+    except OSError:
+        idle = 1.0
+    return max(1, min(_MAX_CHILDREN, cores, int(idle + 0.5)))
 
 
 def _warm_while_waiting() -> float | None:
