@@ -53,9 +53,10 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Records the workers started early and what the shape stage was given."""
     seen: dict[str, Any] = {"started": [], "given": []}
 
-    def start() -> _FakeWorker:
+    def start(warm: bool = False) -> _FakeWorker:
         worker = _FakeWorker()
         seen["started"].append(worker)
+        seen.setdefault("warm", []).append(warm)
         return worker
 
     def check_files(files: list, **kwargs: Any) -> dict:
@@ -85,6 +86,7 @@ def test_a_model_to_check_gets_a_worker_started_early(
     assert len(recorded["started"]) == 1
     assert recorded["given"] == recorded["started"]
     assert recorded["started"][0].closed
+    assert recorded["warm"] == [True]  # it loads fake tensors while the request is prepared
 
 
 def test_no_worker_when_no_file_defines_a_model(tmp_path: Path, recorded: dict[str, Any]) -> None:

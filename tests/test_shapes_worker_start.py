@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from torchlint.shapes import check_files
 from torchlint.shapes.client import run_worker, start_worker
 
@@ -83,6 +85,28 @@ def test_a_worker_started_early_serves_the_request(tmp_path: Path) -> None:
     [result] = results.values()
     assert [f["code"] for f in result["findings"]] == ["TL601"]
     assert worker.process.poll() is not None  # stopped once it answered
+
+
+def test_a_worker_warmed_while_waiting_answers_alike_without_a_warm_up(tmp_path: Path) -> None:
+    sources = {f"net{i}": MISMATCH for i in range(2)}
+    results, facts = run_worker(_request(tmp_path, sources, "Mismatch"), 20.0, start_worker(True))
+    assert "warmed_up" not in facts and facts["phases"]["warm"] > 0
+    codes = [[f["code"] for f in r.get("findings", [])] for r in results.values()]
+    assert codes == [["TL601"]] * 2
+
+
+def test_files_checked_two_at_a_time_get_the_same_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCHLINT_SHAPES_PROCESSES", "2")
+    sources = {"net0": MISMATCH, "block": NEEDS_ARGUMENTS, "net1": MISMATCH, "net2": MISMATCH}
+    jobs = _request(tmp_path, sources, "Mismatch")
+    jobs["jobs"][1]["classes"] = {"Block": jobs["jobs"][1]["classes"]["Mismatch"]}
+    results, facts = run_worker(jobs, 20.0, start_worker(True))
+    assert "error" not in facts and len(results) == 4
+    for path, result in results.items():
+        codes = [f["code"] for f in result.get("findings", [])]
+        assert codes == ([] if path.endswith("block.py") else ["TL601"])
 
 
 def test_a_worker_started_for_nothing_is_stopped() -> None:

@@ -415,7 +415,7 @@ def _early_worker(
     sources = _shape_sources([*candidates, *evidence])
     if not shapes.needs_worker(list(sources.items())):
         return []
-    return [start_worker()]
+    return [start_worker(warm=True)]
 
 
 def _shape_report(

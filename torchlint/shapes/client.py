@@ -33,7 +33,7 @@ class WorkerProcess:
     that is never used is stopped by `close`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, warm: bool = False) -> None:
         env = dict(os.environ)
         package_parent = os.path.dirname(
             os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,7 +43,7 @@ class WorkerProcess:
         # The only folder the worker may write to (the sandbox refuses writes elsewhere).
         self.private = tempfile.mkdtemp(prefix="torchlint-shapes-")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "torchlint.shapes.worker"],
+            [sys.executable, "-m", "torchlint.shapes.worker", *(["--warm"] if warm else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -62,9 +62,11 @@ class WorkerProcess:
         shutil.rmtree(self.private, ignore_errors=True)
 
 
-def start_worker() -> WorkerProcess:
-    """Start a worker now; give it to `run_worker` later (or `close` it)."""
-    return WorkerProcess()
+def start_worker(warm: bool = False) -> WorkerProcess:
+    """Start a worker now; give it to `run_worker` later (or `close` it). With `warm`, it
+    loads fake tensors as soon as torch is imported, while the request is being prepared
+    (for a run that will check models: most of them run on fake tensors)."""
+    return WorkerProcess(warm)
 
 
 def run_worker(
@@ -108,7 +110,8 @@ def _run_once(
     """Run one worker over the request's jobs, adding to `results`.
 
     Returns (None, None) when it answered every job; otherwise the file it was busy with
-    when it died or ran late (None before it started on one), and the reason.
+    (the oldest of those it was checking at once) when it died or ran late (None before it
+    started on one), and the reason.
     """
     try:
         request = {**request, "private": worker.private}
@@ -153,25 +156,27 @@ def _collect(
     expected = {job["abspath"] for job in request["jobs"]}
     # Before `ready` only torch and the engine run; after it every step is one user file.
     deadline = time.monotonic() + _START_ALLOWANCE
-    busy: str | None = None
+    # The files being checked, oldest first (the worker may check several at once).
+    busy: list[str] = []
+    loading = False
     buffer = b""
     stdout = process.stdout.fileno()
     while not expected <= results.keys():
         left = deadline - time.monotonic()
         if left <= 0:
-            if busy is None:
+            if not busy:
                 return None, "the shape worker did not start in time"
-            return busy, f"timed out after {timeout:g} s (the worker was stopped)"
+            return busy[0], f"timed out after {timeout:g} s (the worker was stopped)"
         ready, _, _ = select.select([stdout], [], [], left)
         if not ready:
             continue
         chunk = os.read(stdout, 1 << 16)
         if not chunk:
             process.wait()
-            if busy is None:
+            if not busy:
                 tail = b"".join(errors).decode("utf-8", "replace").strip().splitlines()
                 return None, "the shape worker stopped" + (f": {tail[-1]}" if tail else "")
-            return busy, f"the check stopped the worker ({_status(process.returncode)})"
+            return busy[0], f"the check stopped the worker ({_status(process.returncode)})"
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
@@ -183,14 +188,17 @@ def _collect(
             if kind == "ready":
                 facts.setdefault("ready", event.get("seconds"))
                 facts.setdefault("phases", event.get("phases"))
-            elif kind in ("load", "start"):
-                busy = event.get("abspath")
+            elif kind == "load":  # importing before the checks: one file at a time
+                busy, loading = [event.get("abspath")], True
+            elif kind == "start":
+                busy, loading = ([] if loading else busy), False
+                busy.append(event.get("abspath"))
             elif kind == "file":
                 results[event["abspath"]] = event
-                busy = None
+                busy = [path for path in busy if path != event["abspath"]]
             if kind == "warm_up":  # torch's fake tensors loading, as at the start
                 facts["warmed_up"] = True
-                busy = None
+                busy = []
                 deadline = time.monotonic() + _START_ALLOWANCE
             else:
                 deadline = time.monotonic() + timeout + _GRACE

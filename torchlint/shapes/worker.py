@@ -5,8 +5,9 @@ event on stdout: `{"event": "ready", ...}` once started, then `{"event": "file",
 
 The worker imports torch and the engine, installs the sandbox (`sandbox`: an audit hook
 refusing processes, network, writes and native code) before any user code runs, calls
-`gc.freeze()`, and then forks one child per file. Each child also runs under OS limits and
-`signal.alarm`, and is killed from this side when late. A timeout, crash, hang or refused
+`gc.freeze()`, and then forks one child per file (one per idle core at a time: `check_all`).
+Each child also runs under OS limits and `signal.alarm`, and is killed from this side when
+late. A timeout, crash, hang or refused
 side effect becomes a TL690 finding for that file and the run goes on.
 
 What only some checks need is imported when first needed: fake tensors and the symbolic
@@ -14,6 +15,8 @@ shape machinery (torch._dynamo, sympy's solvers) load in the first child that ru
 on fake tensors; the worker then warms itself up (`warm`: a small built-in model checked
 here) so that the children forked after it share them. A run whose models all stop before
 that point (they need constructor arguments, or no input shape is known) never pays for them.
+A worker started early for a run that will check models (`--warm`) warms up at once instead,
+while its client still prepares the request.
 
 Events: `ready` once started (with `seconds` and the `phases` they went to), then `load`
 before importing a job's module here (preloading) and `start` before forking its child, so
@@ -38,6 +41,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 _started = time.perf_counter()
@@ -56,6 +60,8 @@ _engine_imported = time.perf_counter()
 
 MEMORY_MB = int(os.environ.get("TORCHLINT_SHAPES_MEMORY_MB", "4096"))
 _GRACE = 5.0
+#: Most children checking files at once (each on a core of its own).
+_MAX_CHILDREN = 4
 
 _WARM_PATH = "/__torchlint_warmup__/torchlint_warm_model.py"
 _WARM_SOURCE = """
@@ -290,11 +296,24 @@ def _memory_finding(finding: dict[str, Any]) -> dict[str, Any]:
     return finding
 
 
-def run_in_child(
+@dataclass
+class _Running:
+    """A forked child checking one job: the end of its pipe this side reads, and its
+    hard deadline."""
+
+    job: dict[str, Any]
+    pid: int
+    read_end: int
+    deadline: float
+    began: float
+    chunks: list[bytes] = field(default_factory=list)
+
+
+def fork_child(
     job: dict[str, Any], project: Project, timeout: float, ask_warm_up: bool = False
-) -> dict[str, Any]:
-    """Check one job in a forked child; with `ask_warm_up`, a child that needs fake tensors
-    not loaded here answers `{"warm_up": true}` instead of loading them itself."""
+) -> _Running:
+    """Start checking one job in a forked child; with `ask_warm_up`, a child that needs fake
+    tensors not loaded here answers `{"warm_up": true}` instead of loading them itself."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -307,31 +326,40 @@ def run_in_child(
         finally:
             os._exit(code)
     os.close(write_end)
-    chunks: list[bytes] = []
     # A hard deadline from this side: a check that swallows its alarm is killed all the same.
-    deadline = time.monotonic() + timeout + _GRACE
-    finished = False
+    began = time.monotonic()
+    return _Running(job, pid, read_end, began + timeout + _GRACE, began)
+
+
+def next_answer(running: list[_Running], timeout: float) -> tuple[_Running, dict[str, Any]]:
+    """The first of the running children to finish (or to run past its deadline, killed),
+    and its answer."""
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _, _ = select.select([read_end], [], [], left)
-        if not ready:
-            break
-        chunk = os.read(read_end, 1 << 16)
-        if not chunk:
-            finished = True
-            break
-        chunks.append(chunk)
-    os.close(read_end)
+        now = time.monotonic()
+        late = next((child for child in running if child.deadline <= now), None)
+        if late is not None:
+            return late, end_child(late, False, timeout)
+        left = min(child.deadline for child in running) - now
+        ready, _, _ = select.select([child.read_end for child in running], [], [], left)
+        for child in running:
+            if child.read_end in ready:
+                chunk = os.read(child.read_end, 1 << 16)
+                if not chunk:
+                    return child, end_child(child, True, timeout)
+                child.chunks.append(chunk)
+
+
+def end_child(child: _Running, finished: bool, timeout: float) -> dict[str, Any]:
+    """Reap a child (killed first when it did not finish) and read its answer."""
+    os.close(child.read_end)
     if not finished:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
+            os.kill(child.pid, signal.SIGKILL)
+    _, status = os.waitpid(child.pid, 0)
     if not finished:
         return {"error": f"timed out after {timeout:g} s"}
     try:
-        return json.loads(b"".join(chunks) or b"null") or _crash(status, timeout)
+        return json.loads(b"".join(child.chunks) or b"null") or _crash(status, timeout)
     except ValueError:
         return _crash(status, timeout)
 
@@ -351,6 +379,7 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # user code that prints must not corrupt the protocol
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    warmed_early = _warm_while_waiting()
     # The client may start this process before its request is ready, so that importing
     # torch overlaps with its own work: time spent waiting here is not start-up time.
     waiting = time.perf_counter()
@@ -363,20 +392,23 @@ def main() -> None:
         protocol.write(json.dumps(message, default=str) + "\n")
 
     _quiet()
-    warmed = bool(request.get("warm"))
-    if warmed:  # asked to warm up before any user code, at the cost of its time
+    warmed = bool(request.get("warm")) or warmed_early is not None
+    if warmed and warmed_early is None:  # asked to warm up before any user code
         warm()
         compat.load_internals()
     _cpu_only()
     compat.load_native_openers()
     private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
-    install(private, engine=[run_in_child, preload, _limit_memory])
+    install(private, engine=[fork_child, end_child, preload, _limit_memory])
     ready = time.perf_counter()
     phases = {
         "torch": _torch_imported - _started,
         "engine": _engine_imported - _torch_imported,
         "setup": (waiting - _engine_imported) + (ready - received),
     }
+    if warmed_early is not None:
+        phases["setup"] -= warmed_early
+        phases["warm"] = warmed_early
     emit("ready", seconds=sum(phases.values()), phases=phases, waited=received - waiting)
     project = Project(request["roots"], request["texts"], lambda: torch.device("meta"))
     project.files.update(request["texts"])
@@ -385,10 +417,36 @@ def main() -> None:
     preload(project, request["jobs"], timeout, emit)
     gc.collect()
     gc.freeze()
-    for job in request["jobs"]:
-        emit("start", job["abspath"])
-        began = time.perf_counter()
-        result = run_in_child(job, project, timeout, ask_warm_up=not warmed)
+    check_all(request["jobs"], project, timeout, warmed, emit, protocol)
+    protocol.flush()
+    if not request.get("private"):
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def check_all(
+    jobs: list[dict[str, Any]],
+    project: Project,
+    timeout: float,
+    warmed: bool,
+    emit: Callable[..., None],
+    protocol: Any,
+) -> None:
+    """Check every job in forked children, several at once on a machine with idle cores
+    once fake tensors are loaded here (before, one child at a time: the first that needs
+    them asks for the warm-up). Children share nothing but what this process had loaded
+    before forking them, so the answers do not depend on how many run at once."""
+    slots = _parallel_children()
+    # With several at once, the files with the most models first: none is left to run alone
+    # at the end while the other cores wait.
+    waiting = sorted(jobs, key=lambda job: -len(job["classes"])) if slots > 1 else list(jobs)
+    running: list[_Running] = []
+    while waiting or running:
+        while waiting and len(running) < (slots if warmed else 1):
+            job = waiting.pop(0)
+            emit("start", job["abspath"])
+            running.append(fork_child(job, project, timeout, ask_warm_up=not warmed))
+        child, result = next_answer(running, timeout)
+        running.remove(child)
         if result.get("warm_up"):
             # Its models run on fake tensors, and other files' will: load that machinery
             # once here, then check the file again in a child that has it.
@@ -396,16 +454,43 @@ def main() -> None:
             warmed = True
             with contextlib.suppress(Exception):  # the child then loads it itself
                 warm_after_start(project)
-            emit("start", job["abspath"])
-            began = time.perf_counter()
-            result = run_in_child(job, project, timeout)
-        result.update(
-            {"event": "file", "abspath": job["abspath"], "seconds": time.perf_counter() - began}
-        )
+            waiting.insert(0, child.job)
+            continue
+        seconds = time.monotonic() - child.began
+        result.update({"event": "file", "abspath": child.job["abspath"], "seconds": seconds})
         protocol.write(json.dumps(result, default=str) + "\n")
-    protocol.flush()
-    if not request.get("private"):
-        shutil.rmtree(private, ignore_errors=True)
+
+
+def _parallel_children() -> int:
+    """How many children check files at once: one per idle core this process may use (at
+    most `_MAX_CHILDREN`; `TORCHLINT_SHAPES_PROCESSES` overrides). On a busy machine a second
+    child would only share a core, and each file would take longer against its time limit."""
+    try:
+        return max(1, int(os.environ.get("TORCHLINT_SHAPES_PROCESSES", "")))
+    except ValueError:
+        pass
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        idle = cores - os.getloadavg()[0]
+    except OSError:
+        idle = 1.0
+    return max(1, min(_MAX_CHILDREN, cores, int(idle + 0.5)))
+
+
+def _warm_while_waiting() -> float | None:
+    """With `--warm` (a worker started before its request is ready, for a run that will check
+    models), warm up now, before any user code, while the client still prepares the
+    request: the seconds it took, or None when not asked."""
+    if "--warm" not in sys.argv[1:]:
+        return None
+    began = time.perf_counter()
+    _quiet()
+    warm()
+    compat.load_internals()
+    return time.perf_counter() - began
 
 
 def warm_after_start(project: Project) -> None:
