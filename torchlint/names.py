@@ -20,8 +20,8 @@ def dotted_name(expr: cst.BaseExpression | cst.Attribute | cst.Name | None) -> s
     parts: list[str] = []
     # Exact types: LibCST's node classes are ABCs, whose isinstance is slow on a miss.
     while type(expr) is cst.Attribute:
-        parts.append(expr.attr.value)  # type: ignore[union-attr]
-        expr = expr.value  # type: ignore[union-attr]
+        parts.append(expr.attr.value)
+        expr = expr.value
     if type(expr) is not cst.Name:
         return None
     parts.append(expr.value)

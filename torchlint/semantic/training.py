@@ -276,12 +276,12 @@ def _gradient_functions(context: FileContext) -> GradientFunctions:
                     if is_uncalled_zero_grad(node):
                         uncalled.add(id(node.value))  # type: ignore[attr-defined]
                 elif kind is cst.Attribute and id(node) not in uncalled:
-                    if node.attr.value == "zero_grad":  # type: ignore[attr-defined]
+                    if node.attr.value == "zero_grad":
                         clearing.add(name)
-                    elif node.attr.value in ("backward", "manual_backward"):  # type: ignore[attr-defined]
+                    elif node.attr.value in ("backward", "manual_backward"):
                         backward.add(name)
                 elif kind is cst.Assign or kind is cst.Del:
-                    if _sets_grad(node):  # type: ignore[arg-type]
+                    if _sets_grad(node):
                         clearing.add(name)
                 elif kind is cst.Call:
                     callee = _callee_name(node)
