@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import libcst as cst
 
 from torchlint.names import ImportMap, dotted_name
-from torchlint.walker import iter_children
+from torchlint.walker import index_entry, iter_children
 
 if TYPE_CHECKING:
     from torchlint.fixes import FixBuilder
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from torchlint.semantic.project import ProjectIndex
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPE_TYPES = frozenset(_SCOPES)
 _Analysis = TypeVar("_Analysis")
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList"})
@@ -59,6 +60,7 @@ class FileContext:
         self._module_classes: dict[str, bool] = {}
         self._class_defs: dict[str, cst.ClassDef] | None = None
         self._shared: dict[Callable[..., Any], Any] = {}
+        self._code: dict[int, tuple[cst.CSTNode, str]] = {}
 
     # -- reporting --------------------------------------------------------------------------
     def add_report(
@@ -93,7 +95,10 @@ class FileContext:
         return None
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        found = self._code.get(id(node))
+        if found is None or found[0] is not node:  # rules ask for the same nodes' text often
+            found = self._code[id(node)] = (node, self.module.code_for_node(node))
+        return found[1]
 
     # -- enclosing scopes -------------------------------------------------------------------
     def enclosing_function(self) -> cst.FunctionDef | None:
@@ -208,6 +213,10 @@ def _block_statements(body: cst.BaseSuite) -> list[cst.BaseStatement]:
 
 def iter_scope_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Nodes inside `scope` in source order, not entering nested functions/classes/lambdas."""
+    entry = index_entry(scope)
+    if entry is not None:
+        yield from entry[0].scope_nodes(entry[1], _SCOPE_TYPES)
+        return
     stack = iter_children(scope)[::-1]
     while stack:
         node = stack.pop()

@@ -23,7 +23,7 @@ from torchlint.prefilter import rules_that_can_fire, tree_rules
 from torchlint.rule import Rule
 from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
-from torchlint.walker import walk
+from torchlint.walker import indexed, walk
 
 # Rules and LibCST walk nested expressions recursively, a few frames per level; the parse
 # guard bounds the nesting, this gives it room. Calls between Python functions do not
@@ -88,7 +88,8 @@ def lint_source(
         torch_version=torch_version,
         project_index=project_index or ProjectIndex(),
     )
-    crashes = run_rules(context, rules)
+    with indexed(module):  # the rules' many walks of the tree become look-ups
+        crashes = run_rules(context, rules)
     reports = [r for r in context.reports if type(r.rule) not in crashes]
     diagnostics = _locate(context, reports, locator)
     diagnostics.extend(

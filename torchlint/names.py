@@ -18,10 +18,11 @@ _NN_SUBMODULE = re.compile(r"^torch\.nn\.modules\.[a-z_]+\.")
 def dotted_name(expr: cst.BaseExpression | cst.Attribute | cst.Name | None) -> str | None:
     """`a.b.c` for a chain of names and attributes; None for anything else."""
     parts: list[str] = []
-    while isinstance(expr, cst.Attribute):
+    # Exact types: LibCST's node classes are ABCs, whose isinstance is slow on a miss.
+    while type(expr) is cst.Attribute:
         parts.append(expr.attr.value)
         expr = expr.value
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))

@@ -6,8 +6,9 @@ walks the same tree in a fraction of the time. Whitespace and punctuation fields
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
 
 import libcst as cst
@@ -88,6 +89,13 @@ def _getter(node_type: type) -> Callable[[cst.CSTNode], tuple[object, ...]]:
 
 def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Direct children that can hold code, in source order."""
+    entry = index_entry(node)
+    if entry is not None:
+        return entry[0].children(entry[1])
+    return _children(node)
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     getter = _getters.get(type(node)) or _getter(type(node))
     children: list[cst.CSTNode] = []
     is_node_type = _is_node_type
@@ -107,6 +115,10 @@ def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 def iter_descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Every code-bearing node below `node`, in source order (iterative: no recursion limit)."""
+    entry = index_entry(node)
+    if entry is not None:
+        index, position = entry
+        return index.order[position + 1 : index.ends[position]]
     out: list[cst.CSTNode] = []
     stack = iter_children(node)[::-1]
     while stack:
@@ -117,6 +129,87 @@ def iter_descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
             children.reverse()
             stack.extend(children)
     return out
+
+
+class TreeIndex:
+    """A tree's nodes in source order, each with its children and where its subtree ends:
+    the walks every analysis repeats (children, descendants, a scope's own nodes) become
+    look-ups and slices while the tree is `indexed`."""
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        #: Every node, root first, in the order `iter_descendants` gives.
+        self.order: list[cst.CSTNode] = []
+        #: Per position: the position after the node's last descendant.
+        self.ends: list[int] = []
+        order, ends = self.order, self.ends
+        stack: list[object] = [root]  # nodes, and the positions of nodes to close
+        while stack:
+            node = stack.pop()
+            if type(node) is int:
+                ends[node] = len(order)
+                continue
+            position = len(order)
+            order.append(node)  # type: ignore[arg-type]
+            below = _children(node)  # type: ignore[arg-type]
+            if below:
+                ends.append(0)
+                stack.append(position)
+                stack.extend(reversed(below))
+            else:
+                ends.append(position + 1)
+        #: id(node) -> position, for the look-ups.
+        self.positions = dict(zip(map(id, order), range(len(order)), strict=True))
+        self._scope_nodes: dict[int, list[cst.CSTNode]] = {}
+
+    def children(self, position: int) -> list[cst.CSTNode]:
+        """The children of the node at `position`."""
+        order, ends = self.order, self.ends
+        found = []
+        index, end = position + 1, ends[position]
+        while index < end:
+            found.append(order[index])
+            index = ends[index]
+        return found
+
+    def scope_nodes(self, position: int, scopes: frozenset[type]) -> list[cst.CSTNode]:
+        """The nodes below the one at `position`, not entering nodes of the `scopes` types."""
+        found = self._scope_nodes.get(position)
+        if found is None:
+            found = []
+            order, ends = self.order, self.ends
+            index, end = position + 1, ends[position]
+            while index < end:
+                node = order[index]
+                found.append(node)
+                index = ends[index] if type(node) in scopes else index + 1
+            self._scope_nodes[position] = found
+        return found
+
+
+#: The trees indexed now (usually one; a tuple, replaced whole, so that threads can share it).
+_active: tuple[TreeIndex, ...] = ()
+
+
+@contextlib.contextmanager
+def indexed(root: cst.CSTNode) -> Iterator[TreeIndex]:
+    """Index `root`'s tree for the walks made while in the block."""
+    global _active
+    index = TreeIndex(root)
+    _active = (*_active, index)
+    try:
+        yield index
+    finally:
+        _active = tuple(i for i in _active if i is not index)
+
+
+def index_entry(node: cst.CSTNode) -> tuple[TreeIndex, int] | None:
+    """The indexed tree holding `node`, and its position there, if `node` is indexed."""
+    key = id(node)
+    for index in _active:
+        position = index.positions.get(key)
+        if position is not None and index.order[position] is node:
+            return index, position
+    return None
 
 
 Callback = Callable[[cst.CSTNode], object]
@@ -135,6 +228,10 @@ def walk(
     `ancestors` is kept current (root first, the visited node's parent last) so callbacks
     can look upward without a parent-pointer pass.
     """
+    entry = index_entry(root)
+    if entry is not None:
+        _walk_indexed(*entry, visitors, leavers, ancestors)
+        return
     stack: list[object] = [root]
     while stack:
         node = stack.pop()
@@ -151,3 +248,31 @@ def walk(
         if children:
             children.reverse()
             stack.extend(children)
+
+
+def _walk_indexed(
+    index: TreeIndex,
+    position: int,
+    visitors: dict[str, Sequence[Callback]],
+    leavers: dict[str, Sequence[Callback]],
+    ancestors: list[cst.CSTNode],
+) -> None:
+    """`walk` over an indexed tree: its source order, each subtree left where it ends."""
+    order, ends = index.order, index.ends
+    closing: list[int] = []  # where each node on `ancestors` (of this walk) is left
+    for current in range(position, ends[position]):
+        while closing and closing[-1] <= current:
+            closing.pop()
+            node = ancestors.pop()
+            for callback in leavers.get(type(node).__name__, ()):
+                callback(node)
+        node = order[current]
+        for callback in visitors.get(type(node).__name__, ()):
+            callback(node)
+        ancestors.append(node)
+        closing.append(ends[current])
+    while closing:
+        closing.pop()
+        node = ancestors.pop()
+        for callback in leavers.get(type(node).__name__, ()):
+            callback(node)

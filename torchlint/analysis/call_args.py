@@ -6,6 +6,8 @@ Shared by the rules whose fix adds a keyword argument (TL303 `map_location=`, TL
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 
 from torchlint.context import FileContext
@@ -121,9 +123,30 @@ def parse_expression(code: str) -> cst.BaseExpression:
 
 def comment_count(node: cst.CSTNode) -> int:
     """Comments inside `node` (a fix that drops one loses the user's text: offer none)."""
-    import libcst.matchers as m  # slow to import, and needed only when a fix is built
+    count = 0
+    stack: list[object] = [node]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is cst.Comment:
+            count += 1
+        elif kind is tuple or kind is list:
+            stack.extend(value)  # type: ignore[call-overload]
+        else:
+            names = _NODE_FIELDS.get(kind)
+            if names is None:
+                names = _NODE_FIELDS[kind] = (
+                    tuple(f.name for f in dataclasses.fields(kind))
+                    if issubclass(kind, cst.CSTNode)
+                    else ()
+                )
+            stack.extend(getattr(value, name) for name in names)
+    return count
 
-    return len(m.findall(node, m.Comment()))
+
+#: Every field of each node type, whitespace included (comments live there); () for values
+#: that are no node.
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def keeps_comments(old: cst.CSTNode, *kept: cst.CSTNode) -> bool:

@@ -79,18 +79,34 @@ class CallSites:
 
     def _collect(self) -> dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]]:
         found: dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]] = {}
-        stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(self.context.module, ())]
+        # Each node's path is kept as a link to its parent's, and spelled out only for calls.
+        stack: list[tuple[cst.CSTNode, _Link]] = [(self.context.module, None)]
         while stack:
             node, parents = stack.pop()
-            path = (*parents, node)
-            if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)):
+            link = (node, parents)
+            if type(node) is cst.Call and isinstance(node.func, (cst.Name, cst.Attribute)):
+                path = _path(link)
                 target = call_target(self.context, node, enclosing_class(list(path)))
                 if target is None:
                     target = _constructor(self.context, node)
                 if target is not None:
                     found.setdefault(id(target), []).append((node, path))
-            stack.extend((child, path) for child in iter_children(node))
+            stack.extend((child, link) for child in iter_children(node))
         return found
+
+
+#: A node and the link of its parent: a path from the module, shared by siblings.
+_Link = tuple[cst.CSTNode, "_Link"] | None
+
+
+def _path(link: _Link) -> tuple[cst.CSTNode, ...]:
+    """The nodes of a link's path, the module first."""
+    nodes = []
+    while link is not None:
+        nodes.append(link[0])
+        link = link[1]
+    nodes.reverse()
+    return tuple(nodes)
 
 
 def _constructor(context: FileContext, call: cst.Call) -> cst.FunctionDef | None:

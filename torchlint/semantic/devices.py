@@ -263,15 +263,14 @@ def _own_moves(
             found.moves[name] = ModelMove(name, link, index, device_argument(context, link))
 
     for index, node in enumerate(found.nodes):
-        if isinstance(node, cst.Expr):
+        kind = type(node)  # exact types: isinstance on LibCST's ABCs is slow on a miss
+        if kind is cst.Expr:
             link, root = device_link(context, node.value, scope, classdef)
             name = dotted_name(root) if link is not None else None
             if link is not None and name is not None:
                 add(name, link, index)
-        elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-            targets = (
-                [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            )
+        elif (kind is cst.Assign or kind is cst.AnnAssign) and node.value is not None:
+            targets = [t.target for t in node.targets] if kind is cst.Assign else [node.target]
             assignments.append((targets, node.value))
             link, _ = device_link(context, node.value, scope, classdef)
             if link is None:

@@ -13,10 +13,12 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
-from torchlint.walker import iter_children, iter_descendants
+from torchlint.walker import TreeIndex, index_entry, iter_children, iter_descendants
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 LOOPS = (cst.For, cst.While)
+_SCOPE_TYPES = frozenset(_SCOPES)
+_LOOP_TYPES = frozenset(LOOPS)
 
 #: Context managers / decorators that switch autograd off for sure.
 GRAD_OFF = frozenset(
@@ -89,16 +91,16 @@ def _functions_called_without_grad(context: FileContext) -> frozenset[str]:
     found: set[str] = set()
     for node in iter_descendants(context.module):
         body: cst.CSTNode | None = None
-        if isinstance(node, cst.With) and any(
+        if type(node) is cst.With and any(  # exact types: isinstance on ABCs is slow on a miss
             grad_mode_of(context, item.item) is not None for item in node.items
         ):
             body = node.body
-        elif isinstance(node, cst.FunctionDef) and decorator_grad_mode(context, node):
+        elif type(node) is cst.FunctionDef and decorator_grad_mode(context, node):
             body = node.body
         if body is None:
             continue
         for inner in iter_descendants(body):
-            if isinstance(inner, cst.Call):
+            if type(inner) is cst.Call:
                 name = dotted_name(inner.func)
                 if name is not None:
                     found.add(name.rsplit(".", 1)[-1])
@@ -133,21 +135,43 @@ class ScopeIndex:
         self.classdef = classdef
         self.nodes: list[cst.CSTNode] = []
         self._parent: dict[int, cst.CSTNode] = {}
-        self._order: dict[int, int] = {}
-        stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [
-            (child, scope) for child in reversed(iter_children(scope))
-        ]
-        while stack:
-            node, parent = stack.pop()
-            self._order[id(node)] = len(self.nodes)
-            self._parent[id(node)] = parent
-            self.nodes.append(node)
-            if isinstance(node, _SCOPES):
-                continue
-            stack.extend((child, node) for child in reversed(iter_children(node)))
-        self.calls = [node for node in self.nodes if isinstance(node, cst.Call)]
-        self.loops = [node for node in self.nodes if isinstance(node, LOOPS)]
+        entry = index_entry(scope)
+        if entry is not None:
+            self._read_index(*entry)
+        else:
+            stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [
+                (child, scope) for child in reversed(iter_children(scope))
+            ]
+            while stack:
+                node, parent = stack.pop()
+                self._parent[id(node)] = parent
+                self.nodes.append(node)
+                if type(node) in _SCOPE_TYPES:
+                    continue
+                stack.extend((child, node) for child in reversed(iter_children(node)))
+        self._order = {id(node): index for index, node in enumerate(self.nodes)}
+        self.calls = [node for node in self.nodes if type(node) is cst.Call]
+        self.loops = [node for node in self.nodes if type(node) in _LOOP_TYPES]
         self._grad: dict[int, str | None] = {}
+
+    def _read_index(self, tree: TreeIndex, position: int) -> None:
+        """The nodes and parents, read off the file's tree index."""
+        order, ends = tree.order, tree.ends
+        nodes, parents = self.nodes, self._parent
+        opened: list[tuple[int, cst.CSTNode]] = [(ends[position], self.scope)]
+        current, end = position + 1, ends[position]
+        while current < end:
+            while opened[-1][0] <= current:
+                opened.pop()
+            node = order[current]
+            parents[id(node)] = opened[-1][1]
+            nodes.append(node)
+            if type(node) in _SCOPE_TYPES:
+                current = ends[current]
+                continue
+            if ends[current] > current + 1:
+                opened.append((ends[current], node))
+            current += 1
 
     def order(self, node: cst.CSTNode) -> int:
         return self._order[id(node)]

@@ -261,7 +261,7 @@ def gradient_functions(context: FileContext) -> GradientFunctions:
 def _gradient_functions(context: FileContext) -> GradientFunctions:
     functions: dict[str, list[cst.FunctionDef]] = {}
     for node in iter_descendants(context.module):
-        if isinstance(node, cst.FunctionDef):
+        if type(node) is cst.FunctionDef:
             functions.setdefault(node.name.value, []).append(node)
     clearing: set[str] = set()
     backward: set[str] = set()
@@ -271,17 +271,19 @@ def _gradient_functions(context: FileContext) -> GradientFunctions:
         for definition in defs:
             uncalled: set[int] = set()
             for node in iter_descendants(definition.body):
-                if is_uncalled_zero_grad(node):
-                    uncalled.add(id(node.value))  # type: ignore[attr-defined]
-                elif isinstance(node, cst.Attribute) and id(node) not in uncalled:
+                kind = type(node)  # exact types: isinstance on LibCST's ABCs is slow on a miss
+                if kind is cst.Expr:
+                    if is_uncalled_zero_grad(node):
+                        uncalled.add(id(node.value))  # type: ignore[attr-defined]
+                elif kind is cst.Attribute and id(node) not in uncalled:
                     if node.attr.value == "zero_grad":
                         clearing.add(name)
                     elif node.attr.value in ("backward", "manual_backward"):
                         backward.add(name)
-                elif isinstance(node, (cst.Assign, cst.Del)):
+                elif kind is cst.Assign or kind is cst.Del:
                     if _sets_grad(node):
                         clearing.add(name)
-                elif isinstance(node, cst.Call):
+                elif kind is cst.Call:
                     callee = _callee_name(node)
                     if callee is not None:
                         calls.add(callee)
