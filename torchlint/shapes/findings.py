@@ -333,15 +333,15 @@ def correction(module: nn.Module | None, value: Any, ctx: Context) -> Correction
 
 def describe_layer_with(module: nn.Module, value: int) -> str:
     """`nn.Linear(800, 128)`: the layer described with its checked size replaced."""
-    kind = type(module).__name__
+    kind = layer_kind(module)
     if isinstance(module, nn.Linear):
-        return f"nn.{kind}({value}, {module.out_features})"
+        return f"{kind}({value}, {module.out_features})"
     if isinstance(module, _CONVS):
         kernel = module.kernel_size[0] if len(set(module.kernel_size)) == 1 else module.kernel_size
-        return f"nn.{kind}({value}, {module.out_channels}, {kernel})"
+        return f"{kind}({value}, {module.out_channels}, {kernel})"
     if isinstance(module, nn.GroupNorm):
         return f"nn.GroupNorm({module.num_groups}, {value})"
-    return f"nn.{kind}({value})"
+    return f"{kind}({value})"
 
 
 def with_fix(finding: Finding, fixed: Correction | None) -> Finding:
@@ -402,28 +402,32 @@ def layer_head(module: nn.Module, name: str | None, ctx: Context) -> str:
     return f"{text} ({name})" if name else text
 
 
+def layer_kind(module: nn.Module) -> str:
+    """`nn.Linear` for torch's layer; a subclass (timm's `Linear`) by its own name."""
+    kind = type(module).__name__
+    return f"nn.{kind}" if type(module).__module__.startswith("torch.") else kind
+
+
 def describe_layer(module: nn.Module) -> str:
     """`nn.Linear(32, 10)` from a layer's attributes."""
-    kind = type(module).__name__
+    kind = layer_kind(module)
     if isinstance(module, nn.Linear):
-        return f"nn.{kind}({module.in_features}, {module.out_features})"
+        return f"{kind}({module.in_features}, {module.out_features})"
     if isinstance(module, _CONVS):
         kernel = module.kernel_size[0] if len(set(module.kernel_size)) == 1 else module.kernel_size
-        return f"nn.{kind}({module.in_channels}, {module.out_channels}, {kernel})"
+        return f"{kind}({module.in_channels}, {module.out_channels}, {kernel})"
     if isinstance(module, nn.LayerNorm):
         shape = module.normalized_shape
         return f"nn.LayerNorm({shape[0] if len(shape) == 1 else list(shape)})"
     if isinstance(module, nn.GroupNorm):
         return f"nn.GroupNorm({module.num_groups}, {module.num_channels})"
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
-        return f"nn.{kind}({module.num_embeddings}, {module.embedding_dim})"
+        return f"{kind}({module.num_embeddings}, {module.embedding_dim})"
     if isinstance(module, _NORMS):
-        return f"nn.{kind}({getattr(module, 'num_features', '...')})"
+        return f"{kind}({getattr(module, 'num_features', '...')})"
     if isinstance(module, nn.RNNBase):
-        return f"nn.{kind}({module.input_size}, {module.hidden_size})"
-    if not type(module).__module__.startswith("torch."):
-        return f"{kind}(...)"
-    return f"nn.{kind}(...)"
+        return f"{kind}({module.input_size}, {module.hidden_size})"
+    return f"{kind}(...)"
 
 
 def short_name(failure: Failure, ctx: Context) -> str:
