@@ -797,6 +797,9 @@ class FileChecker:
             result.failure = failure
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
+            if code is not None and F.splits_samples(failure, world.names):
+                result.code = code
+                return result
             fixed = world.specialized()
             unlike = self._unlike(model, plan, hints, fixed, failure) if code and fixed else None
             if unlike is not None:
