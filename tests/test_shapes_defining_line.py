@@ -65,7 +65,7 @@ def test_a_reshape_that_splits_samples_is_a_bug_for_any_batch() -> None:
 def test_messages_say_what_to_change_at_the_line_reported() -> None:
     shapes = Path(__file__).resolve().parent.parent / "fixtures" / "shapes"
     paths = [shapes / name for name in ("missing_flatten.py", "batch_reshapes.py")]
-    paths.append(shapes / "layer_subclasses.py")
+    paths += [shapes / "layer_subclasses.py", shapes / "paired_images.py"]
     found = check_files([(str(p), p.read_text(encoding="utf-8")) for p in paths])
     messages = {(Path(k).name, d.line): d.message for k, ds in found.items() for d in ds}
     flatten = messages["missing_flatten.py", 12]
@@ -74,3 +74,5 @@ def test_messages_say_what_to_change_at_the_line_reported() -> None:
         "rows of 321 values would mix samples of 320 values each"
     )
     assert messages["layer_subclasses.py", 25].endswith("write CastLinear(8, 10)")
+    assert "(each input)" in messages["paired_images.py", 11]
+    assert "on dim 2 (2-D)" in messages["paired_images.py", 33]

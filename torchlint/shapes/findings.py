@@ -644,6 +644,11 @@ def _norm_message(head: str, module: nn.Module, failure: Failure, ctx: Context) 
     return f"{head} expects {expected} channels, but {_producer_phrase(failure, channels, ctx)}"
 
 
+_DIM_OUT_OF_RANGE = re.compile(
+    r"Dimension out of range \(expected to be in range of .*?but got (-?\d+)\)"
+)
+
+
 def _op_message(failure: Failure, ctx: Context) -> str:
     names = ctx.names
     shapes = [show_shape(s, names) for s in failure.inputs if s is not None]
@@ -676,6 +681,10 @@ def _op_message(failure: Failure, ctx: Context) -> str:
         return f"{op} fails on its inputs"
     joined = " and ".join(shapes)
     if op in ("cat", "concat", "concatenate", "stack", "hstack", "vstack"):
+        dim = _DIM_OUT_OF_RANGE.search(str(failure.exc))
+        if dim is not None:
+            rank = len(failure.inputs[0] or ())
+            return f"torch.{op} cannot join tensors of shapes {joined} on dim {dim[1]} ({rank}-D)"
         return (
             f"torch.{op} cannot join tensors of shapes {joined}: "
             "sizes differ outside the joined dim"
