@@ -9,6 +9,12 @@ Mutants change one thing at a time: a Linear's in_features, a conv's in_channels
 size, a reshape's literal size, the dim of a cat, or a removed flatten. Only mutants whose
 real forward then fails are kept (the others are not bugs). Reported: recall at the mutated
 line and anywhere in the file (TL601-TL605), and findings on the unmodified files.
+
+A removed flatten leaves no line to point at: the bug is an absence, and the layer that
+receives the unflattened tensor is the one whose size no longer fits. A finding there
+counts as at the line when its message says to add the flatten before that layer (and it
+names the forward line where the layer is called); a finding there that does not say so
+counts only as found in the file.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import ast
 import itertools
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +40,8 @@ _LINEAR = {"Linear", "LazyLinear", "Bilinear"}
 _CONV = {"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"}
 _NORM = {"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "InstanceNorm2d"}
 _CODES = {"TL601", "TL602", "TL603", "TL604", "TL605"}
+#: A message that tells to add a flatten before the layer reported (TL602; TL604 on a LayerNorm).
+_ADD_FLATTEN = re.compile(r"\badd [^;]*flatten[^;]* before it", re.IGNORECASE)
 
 RUN_FORWARD = r"""
 import ast, importlib.util, json, os, sys, torch
@@ -157,10 +166,12 @@ def mutants(source: str) -> list[Mutant]:
                     Mutant("cat", node.lineno, _replace(source, dim, new), f"cat dim {new}")
                 )
         elif name == "flatten" and node.args:
+            # `torch.flatten(x, 1)` and a layer's `self.flatten(x)` flatten their argument;
+            # `x.flatten(1)` flattens `x`.
             target = (
                 node.args[0]
                 if isinstance(node.func, ast.Name)
-                or _segment(source, node.func).startswith("torch.")
+                or _segment(source, node.func).startswith(("torch.", "self."))
                 else node.func.value
             )  # type: ignore[union-attr]
             found.append(
@@ -250,11 +261,20 @@ def run_forward(
         return {}
 
 
-def lint(path: Path, timeout: float) -> list[tuple[int, str]]:
+def lint(path: Path, timeout: float) -> list[tuple[int, str, str]]:
+    """(line, code, message) of the file's findings."""
     from torchlint.shapes import check_files
 
     found = check_files([(str(path), path.read_text(encoding="utf-8"))], timeout=timeout)
-    return [(d.line, d.code) for ds in found.values() for d in ds]
+    return [(d.line, d.code, d.message) for ds in found.values() for d in ds]
+
+
+def at_line(mutant: Mutant, found: list[tuple[int, str, str]]) -> bool:
+    """Reported where the user has to act: the mutated line, or for a removed flatten the
+    receiving layer with a message that says to add the flatten (see the docstring)."""
+    if any(line == mutant.line for line, _, _ in found):
+        return True
+    return mutant.kind == "flatten" and any(_ADD_FLATTEN.search(m) for _, _, m in found)
 
 
 def bench_file(
@@ -262,7 +282,7 @@ def bench_file(
 ) -> dict[str, Any]:
     source = path.read_text(encoding="utf-8")
     models, _ = engine_models(path, timeout)
-    original = lint(path, timeout)
+    original = [(line, code) for line, code, _ in lint(path, timeout)]
     summary = {"file": str(path), "models": len(models), "original": original, "mutants": 0}
     package = package_of(path)
     passing = {
@@ -310,19 +330,21 @@ def _run_mutants(
         if not any(v.startswith("fail") for v in ran.values()):
             continue  # not a bug for these models (or not reached)
         summary["mutants"] += 1
-        found = [(line, code) for line, code in lint(target, timeout) if code in _CODES]
+        found = [item for item in lint(target, timeout) if item[1] in _CODES]
         rows.append(
             {
                 "file": str(path),
                 "kind": mutant.kind,
                 "line": mutant.line,
                 "what": mutant.what,
-                "at_line": any(line == mutant.line for line, _ in found),
+                "at_line": at_line(mutant, found),
                 "in_file": bool(found),
-                "found": found,
+                "found": [(line, code) for line, code, _ in found],
+                "messages": [message for _, _, message in found],
             }
         )
-        print(f"  {path.name}:{mutant.line} {mutant.what}: {found}", file=sys.stderr, flush=True)
+        brief = [(line, code) for line, code, _ in found]
+        print(f"  {path.name}:{mutant.line} {mutant.what}: {brief}", file=sys.stderr, flush=True)
 
 
 def main() -> None:

@@ -39,6 +39,7 @@ from torchlint.shapes.infer import (
     infer_from_graph,
     infer_from_name,
     infer_from_source,
+    leading_reshape,
     shape_free_plan,
 )
 from torchlint.shapes.inputs import (
@@ -49,6 +50,8 @@ from torchlint.shapes.inputs import (
     declared_plan,
     forward_inputs,
     image_plan,
+    paired_image_plan,
+    reshaped_image_plan,
     tensor_plan,
     trace,
 )
@@ -558,6 +561,9 @@ class FileChecker:
                 plan = tensor_plan(evidence, count)
             else:
                 plan = image_plan(evidence, inferred if count == 1 else None)
+                plan = plan or paired_image_plan(evidence, per_input)
+                if plan is None and count == 1:
+                    plan = reshaped_image_plan(evidence, leading_reshape(graph, 0))
             if plan is not None:
                 return [plan]
         return inferred or shape_free_plan(model, count)
@@ -799,6 +805,9 @@ class FileChecker:
             result.failure = failure
             result.rank_error = F.rank_error(failure.exc)
             code = F.classify(failure, self.user_files)
+            if code is not None and F.splits_samples(failure, world.names):
+                result.code = code
+                return result
             fixed = world.specialized()
             unlike = self._unlike(model, plan, hints, fixed, failure) if code and fixed else None
             if unlike is not None:

@@ -138,7 +138,39 @@ def collect(
             described = _described_input(cls.node, lines, info.path)
             if described:
                 entry["evidence"].append(described)
+            example = _example_input(cls.node, info.tree, info.path)
+            if example:
+                entry["evidence"].append(example)
     return result
+
+
+def _example_input(node: ast.ClassDef, tree: ast.Module | None, path: str) -> Evidence | None:
+    """Lightning's `self.example_input_array = torch.zeros(2, 1, 28, 28)` (a tuple for
+    several inputs): the model's own example of its input."""
+    aliases = import_aliases(tree) if tree is not None else {}
+    for inner in ast.walk(node):
+        if not isinstance(inner, ast.Assign) or len(inner.targets) != 1:
+            continue
+        target = inner.targets[0]
+        if not (
+            isinstance(target, ast.Attribute)
+            and target.attr == "example_input_array"
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            continue
+        values = inner.value.elts if isinstance(inner.value, ast.Tuple) else [inner.value]
+        tensors = [_tensor_literal(value, aliases) for value in values]
+        if not tensors or any(t is None for t in tensors):
+            return None
+        return {
+            "kind": "tensor",
+            "shapes": [t["shape"] for t in tensors if t],
+            "dtypes": [t["dtype"] for t in tensors if t],
+            "where": f"{path}:{inner.lineno}",
+            "label": ", ".join(t["label"] for t in tensors if t) + " (example_input_array)",
+        }
+    return None
 
 
 def _resolve(name: str, path: str, owners: dict[str, list[FileInfo]]) -> FileInfo | None:

@@ -333,15 +333,15 @@ def correction(module: nn.Module | None, value: Any, ctx: Context) -> Correction
 
 def describe_layer_with(module: nn.Module, value: int) -> str:
     """`nn.Linear(800, 128)`: the layer described with its checked size replaced."""
-    kind = type(module).__name__
+    kind = layer_kind(module)
     if isinstance(module, nn.Linear):
-        return f"nn.{kind}({value}, {module.out_features})"
+        return f"{kind}({value}, {module.out_features})"
     if isinstance(module, _CONVS):
         kernel = module.kernel_size[0] if len(set(module.kernel_size)) == 1 else module.kernel_size
-        return f"nn.{kind}({value}, {module.out_channels}, {kernel})"
+        return f"{kind}({value}, {module.out_channels}, {kernel})"
     if isinstance(module, nn.GroupNorm):
         return f"nn.GroupNorm({module.num_groups}, {value})"
-    return f"nn.{kind}({value})"
+    return f"{kind}({value})"
 
 
 def with_fix(finding: Finding, fixed: Correction | None) -> Finding:
@@ -402,28 +402,32 @@ def layer_head(module: nn.Module, name: str | None, ctx: Context) -> str:
     return f"{text} ({name})" if name else text
 
 
+def layer_kind(module: nn.Module) -> str:
+    """`nn.Linear` for torch's layer; a subclass (timm's `Linear`) by its own name."""
+    kind = type(module).__name__
+    return f"nn.{kind}" if type(module).__module__.startswith("torch.") else kind
+
+
 def describe_layer(module: nn.Module) -> str:
     """`nn.Linear(32, 10)` from a layer's attributes."""
-    kind = type(module).__name__
+    kind = layer_kind(module)
     if isinstance(module, nn.Linear):
-        return f"nn.{kind}({module.in_features}, {module.out_features})"
+        return f"{kind}({module.in_features}, {module.out_features})"
     if isinstance(module, _CONVS):
         kernel = module.kernel_size[0] if len(set(module.kernel_size)) == 1 else module.kernel_size
-        return f"nn.{kind}({module.in_channels}, {module.out_channels}, {kernel})"
+        return f"{kind}({module.in_channels}, {module.out_channels}, {kernel})"
     if isinstance(module, nn.LayerNorm):
         shape = module.normalized_shape
         return f"nn.LayerNorm({shape[0] if len(shape) == 1 else list(shape)})"
     if isinstance(module, nn.GroupNorm):
         return f"nn.GroupNorm({module.num_groups}, {module.num_channels})"
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
-        return f"nn.{kind}({module.num_embeddings}, {module.embedding_dim})"
+        return f"{kind}({module.num_embeddings}, {module.embedding_dim})"
     if isinstance(module, _NORMS):
-        return f"nn.{kind}({getattr(module, 'num_features', '...')})"
+        return f"{kind}({getattr(module, 'num_features', '...')})"
     if isinstance(module, nn.RNNBase):
-        return f"nn.{kind}({module.input_size}, {module.hidden_size})"
-    if not type(module).__module__.startswith("torch."):
-        return f"{kind}(...)"
-    return f"nn.{kind}(...)"
+        return f"{kind}({module.input_size}, {module.hidden_size})"
+    return f"{kind}(...)"
 
 
 def short_name(failure: Failure, ctx: Context) -> str:
@@ -484,7 +488,8 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
         head = layer_head(module, ctx.qual(failure.module_name), ctx)
         # A literal test tensor that does not fit the first layer may be what is wrong.
         data_first = ctx.plan.source == "tensor" and failure.producer == "input"
-        if code in ("TL601", "TL603", "TL604") and not data_first:
+        unflattened = _unflattened_dims(module, shape)
+        if code in ("TL601", "TL603", "TL604") and not data_first and unflattened is None:
             fixed = correction(module, _received_size(module, shape), ctx)
         if code == "TL602":
             assert shape is not None
@@ -520,6 +525,13 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             )
         else:
             message = _norm_message(head, module, failure, ctx) + evidence + _seen(failure, ctx)
+            if unflattened is not None:
+                start, count = unflattened
+                values = _product(shape[-count:])
+                message += (
+                    f"; its last {count} dims hold the {values} values it normalizes:"
+                    f" add .flatten({start}) before it"
+                )
         if fixed is not None:
             message += f"; write {fixed.call}"
         elif data_first and code in ("TL601", "TL603", "TL604"):
@@ -527,7 +539,7 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             if value is not None:
                 message += f"; if the data is right, write {describe_layer_with(module, value)}"
         return with_fix(_finding(code, message, failure, ctx, prefer_layer=True), fixed)
-    message = _op_message(failure, ctx) + evidence
+    message = _op_message(failure, ctx) + evidence + _split_note(failure, ctx.names)
     owner = custom_layer(failure, ctx) if module is None else None
     if owner is not None:
         # Inside a custom layer's forward (an RMSNorm, GPT-2's Conv1D): the layer as built
@@ -599,6 +611,21 @@ def _received_size(module: nn.Module, shape: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _unflattened_dims(module: nn.Module, shape: Any) -> tuple[int, int] | None:
+    """(start dim, count) of the trailing dims a LayerNorm would take flattened: it
+    normalizes 384 values and gets [B, H, W, 2, 2, 96] (a `.flatten(3)` left out)."""
+    if not isinstance(module, nn.LayerNorm) or len(module.normalized_shape) != 1 or not shape:
+        return None
+    size = module.normalized_shape[0]
+    for count in range(2, len(shape) - 1):
+        product = _product(shape[-count:])
+        if product == size and shape[-1] != size:
+            return len(shape) - count, count
+        if product is None or product > size:
+            return None
+    return None
+
+
 def _norm_message(head: str, module: nn.Module, failure: Failure, ctx: Context) -> str:
     shape = failure.inputs[0] if failure.inputs else None
     names = ctx.names
@@ -615,6 +642,11 @@ def _norm_message(head: str, module: nn.Module, failure: Failure, ctx: Context) 
     channels = show(shape[1], names) if shape and len(shape) > 1 else "?"
     expected = getattr(module, "num_features", "?")
     return f"{head} expects {expected} channels, but {_producer_phrase(failure, channels, ctx)}"
+
+
+_DIM_OUT_OF_RANGE = re.compile(
+    r"Dimension out of range \(expected to be in range of .*?but got (-?\d+)\)"
+)
 
 
 def _op_message(failure: Failure, ctx: Context) -> str:
@@ -649,6 +681,10 @@ def _op_message(failure: Failure, ctx: Context) -> str:
         return f"{op} fails on its inputs"
     joined = " and ".join(shapes)
     if op in ("cat", "concat", "concatenate", "stack", "hstack", "vstack"):
+        dim = _DIM_OUT_OF_RANGE.search(str(failure.exc))
+        if dim is not None:
+            rank = len(failure.inputs[0] or ())
+            return f"torch.{op} cannot join tensors of shapes {joined} on dim {dim[1]} ({rank}-D)"
         return (
             f"torch.{op} cannot join tensors of shapes {joined}: "
             "sizes differ outside the joined dim"
@@ -663,6 +699,46 @@ def _op_message(failure: Failure, ctx: Context) -> str:
     if op in ("add", "sub", "mul", "div", "truediv", "where", "masked_fill", "iadd", "imul"):
         return f"`{op}` cannot broadcast tensors of shapes {joined} together"
     return f"{op} cannot take inputs of shapes {joined}"
+
+
+def splits_samples(failure: Failure, names: dict[Any, str]) -> bool:
+    """A reshape of a batch (`x.view(-1, 321)` on [N, 320]) into rows that neither hold
+    whole samples nor a whole part of one: only batches of some multiple fit, and those
+    get rows mixing samples. A bug whatever the batch size, so not a size to solve for."""
+    return _split_sizes(failure, names) is not None
+
+
+def _split_sizes(failure: Failure, names: dict[Any, str]) -> tuple[int, int] | None:
+    """(values per sample, values per row) of a reshape that splits samples, else None."""
+    shape = failure.inputs[0] if failure.inputs else None
+    target = failure.target
+    if failure.op not in ("view", "reshape") or not shape or not target or target[0] != -1:
+        return None
+    if names.get(shape[0]) != "N":
+        return None
+    sample, row = _product(shape[1:]), _product(target[1:])
+    if sample is None or row is None or sample % row == 0 or row % sample == 0:
+        return None
+    return sample, row
+
+
+def _product(sizes: Any) -> int | None:
+    """The product of concrete positive sizes, None if one is symbolic (or none is given)."""
+    total = 1
+    for size in sizes:
+        if isinstance(size, sympy.Integer):
+            size = int(size)
+        if not isinstance(size, int) or size <= 0:
+            return None
+        total *= size
+    return total if len(sizes) else None
+
+
+def _split_note(failure: Failure, names: dict[Any, str]) -> str:
+    split = _split_sizes(failure, names)
+    if split is None:
+        return ""
+    return f"; rows of {split[1]} values would mix samples of {split[0]} values each"
 
 
 def _finding(

@@ -190,6 +190,25 @@ def _literal_shape(node: fx.Node) -> list[Dim] | None:
     return [Dim.free("N") if a == -1 else Dim.fixed(a) for a in args]
 
 
+def leading_reshape(graph: fx.Graph, index: int) -> list[int] | None:
+    """The sizes after -1 of `x.reshape(-1, 28, 28)` when reshaping is all forward does
+    first with input `index`: the input may have any shape holding that many values."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if index >= len(placeholders):
+        return None
+    node = placeholders[index]
+    users = [u for u in node.users if op_name(u.target) not in _META_OPS]
+    if len(users) != 1 or users[0].op not in ("call_method", "call_function"):
+        return None
+    user = users[0]
+    if op_name(user.target) not in ("view", "reshape") or user.args[:1] != (node,):
+        return None
+    dims = _literal_shape(user)
+    if dims is None or dims[0].name != "N" or len(dims) < 2:
+        return None
+    return [d.hint for d in dims[1:]]
+
+
 def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template | None:
     """Undo the reshaping ops between the input and its consumer, last one first."""
     shape = list(template)

@@ -204,6 +204,43 @@ def image_plan(evidence: dict[str, Any], inferred: list[InputPlan] | None) -> In
     return None
 
 
+def reshaped_image_plan(evidence: dict[str, Any], sizes: list[int] | None) -> InputPlan | None:
+    """An image size applies to a model whose forward first reshapes its input into rows of
+    the image's width (`input.reshape(-1, 28, 28)`: an MNIST digit's rows, for an LSTM)."""
+    channels, _, width = evidence["shape"]
+    if not sizes or sizes[-1] != width or channels is None or not evidence.get("direct", True):
+        return None
+    image = [Dim.free("N"), Dim.fixed(channels), Dim.free("H"), Dim.free("W")]
+    return image_plan(evidence, [InputPlan([TensorSpec(image, torch.float32)])])
+
+
+def paired_image_plan(
+    evidence: dict[str, Any], per_input: list[list[InputPlan]]
+) -> InputPlan | None:
+    """An image size applies to each input of a model that takes several images alike (a
+    siamese network's pair): every input is inferred as [N, C, H, W] with the same C."""
+    if len(per_input) < 2:
+        return None
+    channels = set()
+    plans = []
+    for candidates in per_input:
+        image = next((p for p in candidates if len(p.specs) == 1 and _image_dims(p)), None)
+        plan = image_plan(evidence, [image]) if image is not None else None
+        if image is None or plan is None:
+            return None
+        channels.add(image.specs[0].dims[1].hint)
+        plans.append(plan)
+    if len(channels) != 1:
+        return None  # an RGB image and a depth map, say: the data set's size is one's only
+    specs = [plan.specs[0] for plan in plans]
+    return InputPlan(specs, "image", f"{plans[0].label} (each input)")
+
+
+def _image_dims(plan: InputPlan) -> bool:
+    dims = plan.specs[0].dims
+    return len(dims) == 4 and dims[1].name is None and (dims[2].name, dims[3].name) == ("H", "W")
+
+
 _MAX_COMBINED = 6
 
 

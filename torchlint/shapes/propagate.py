@@ -381,6 +381,9 @@ def _fx_failure(
             failure.inputs.append(shape_of(value))
             failure.dtypes.append(value.dtype)
     failure.frame = _frame_from_stack_trace(node.stack_trace or "", user_files)
+    owner = _library_layer(node, world.model, user_files)
+    if owner is not None:
+        failure.module_name, failure.module = owner
     first = next((a for a in _flat_args(node) if isinstance(a, fx.Node)), None)
     while first is not None:
         if first.op == "placeholder":
@@ -401,6 +404,68 @@ def _fx_failure(
         failure.producer = name
         break
     return failure
+
+
+#: The torch layers whose own forward is one of these ops on their weights.
+_LAYER_OPS = frozenset(
+    {
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "batch_norm",
+        "instance_norm",
+        "layer_norm",
+        "group_norm",
+        "embedding",
+    }
+)
+_LAYERS = (
+    nn.Linear,
+    nn.modules.conv._ConvNd,
+    nn.modules.batchnorm._NormBase,
+    nn.LayerNorm,
+    nn.GroupNorm,
+    nn.Embedding,
+)
+
+
+def _library_layer(
+    node: fx.Node, model: nn.Module, user_files: set[str]
+) -> tuple[str, nn.Module] | None:
+    """The layer a failing op belongs to when the op is the forward of a library's subclass
+    of a torch layer (timm's `Linear(nn.Linear)` calls `F.linear` on its own weight): fx
+    traced into it, but the layer, created in the model, is what has the wrong size."""
+    if node.op != "call_function" or op_name(node.target) not in _LAYER_OPS:
+        return None
+    for arg in _flat_args(node):
+        if not isinstance(arg, fx.Node) or arg.op != "get_attr" or "." not in str(arg.target):
+            continue
+        # The graph module holds copies of the attributes only: the model holds the layer.
+        owner = _strip_entry(str(arg.target).rsplit(".", 1)[0])
+        try:
+            layer = model.get_submodule(owner)
+        except AttributeError:
+            continue
+        if library_layer(layer, user_files):
+            return owner, layer
+    return None
+
+
+def library_layer(layer: nn.Module, user_files: set[str]) -> bool:
+    """A subclass of a torch layer whose forward is not the user's (a library's, or torch's
+    own inherited): a size error in it is the layer's, as for the torch layer."""
+    kind = type(layer)
+    code = getattr(kind.forward, "__code__", None)
+    return (
+        isinstance(layer, _LAYERS)
+        and not kind.__module__.startswith("torch.")
+        and code is not None
+        and code.co_filename not in user_files
+    )
 
 
 _RESHAPES = frozenset({"view", "reshape"})
@@ -611,7 +676,9 @@ def _hooks_failure(
     failure = Failure(exc)
     top = running[-1] if running else None
     op = getattr(exc, "_torchlint_op", None)
-    if top is not None and _is_builtin_layer(top.module):
+    if top is not None and (
+        _is_builtin_layer(top.module) or _library_layer_op(top.module, op, user_files)
+    ):
         failure.module = top.module
         failure.module_name = names.get(top.module)
         failure.inputs, failure.dtypes = top.inputs, top.dtypes
@@ -627,6 +694,11 @@ def _hooks_failure(
         failure.producer, failure.producer_module = producer[0], producer[1]
     failure.frame = _frame_from_traceback(exc.__traceback__, user_files)
     return failure
+
+
+def _library_layer_op(module: nn.Module, op: Any, user_files: set[str]) -> bool:
+    """The failing op is the torch layer's own (`linear`) in a library's subclass of it."""
+    return op is not None and op[0] in _LAYER_OPS and library_layer(module, user_files)
 
 
 def _decisions_since(world: World, mark: int) -> list[Any]:
