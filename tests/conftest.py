@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# A test machine may be busy: shape checks of the fixtures get a generous time limit. The tests
+# of the time limit itself set their own.
+os.environ.setdefault("TORCHLINT_SHAPES_TIMEOUT", "60")
+
 BUGGY = """\
 import torch.nn.functional as F
 
