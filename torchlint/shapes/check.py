@@ -62,6 +62,7 @@ from torchlint.shapes.propagate import (
     run_direct,
 )
 from torchlint.shapes.settle import needs_arguments_text
+from torchlint.shapes.siblings import sibling_plans
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 
 _MAX_FLIPS = 6
@@ -544,6 +545,7 @@ class FileChecker:
                 or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
+                or sibling_plans(names, index, per_input)
             )
             if not found:
                 self._unknown_input = names[index] if index < len(names) else None
