@@ -15,3 +15,40 @@ from torchlint.shapes.siblings import stem
 )
 def test_numbered_inputs_share_a_stem(name: str, expected: str | None) -> None:
     assert stem(name) == expected
+
+
+def test_a_packed_plan_hands_a_list_to_its_list_argument() -> None:
+    from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
+
+    spec = TensorSpec([Dim.free("N"), Dim.fixed(8)])
+    plan = InputPlan([spec, spec, spec], packed=(2, 1))
+    assert plan.arguments(["a", "b", "c"]) == [["a", "b"], ["c"]]
+    assert InputPlan([spec]).arguments(["a"]) == ["a"]
+
+
+def test_list_inputs_are_told_by_annotation_or_type_comment() -> None:
+    import torch
+    from torch import Tensor, nn
+
+    from torchlint.shapes.feature_maps import list_plans, tensor_list_input
+
+    class Annotated(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(4, 4, 1)
+
+        def forward(self, x: list[Tensor], scale: float = 1.0) -> list[Tensor]:
+            return [self.conv(level) * scale for level in x]
+
+    class Commented(nn.Module):
+        def forward(self, x, y):
+            # type: (List[Tensor], Tensor) -> Tensor
+            return torch.cat(x) + y
+
+    assert tensor_list_input(Annotated(), "x")
+    assert not tensor_list_input(Annotated(), "scale")
+    assert tensor_list_input(Commented(), "x")
+    assert not tensor_list_input(Commented(), "y")
+    plans = list_plans(Annotated(), 0)
+    assert plans and plans[0].packed == (2,)
+    assert [d.hint for d in plans[0].specs[0].dims][1] == 4

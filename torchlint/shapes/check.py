@@ -34,6 +34,7 @@ from torchlint.shapes.build import (
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
+from torchlint.shapes.feature_maps import list_plans, tensor_list_input
 from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import (
     infer_from_graph,
@@ -540,8 +541,10 @@ class FileChecker:
         per_input: list[list[InputPlan]] = []
         names = forward_inputs(model) or []
         for index in range(count):
+            listed = index < len(names) and tensor_list_input(model, names[index])
             found = (
-                (index < len(names) and infer_from_name(model, names[index], first=True))
+                (listed and list_plans(model, index))
+                or (index < len(names) and infer_from_name(model, names[index], first=True))
                 or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
@@ -707,7 +710,7 @@ class FileChecker:
         return _failure_reason(failure, self.project.stubbed)
 
     def _analyze(self, world: World, graph_for_analysis: Any) -> Failure | None:
-        traced = graph_for_analysis()
+        traced = None if world.plan.packed else graph_for_analysis()
         if traced is not None:
             return analyze_fx(world, traced[0], traced[1], self.user_files)
         return analyze_hooks(world, self.user_files)
@@ -878,7 +881,7 @@ def _single_batch(plan: InputPlan) -> InputPlan | None:
         TensorSpec([Dim.fixed(1) if d.name == "N" else d for d in spec.dims], spec.dtype)
         for spec in plan.specs
     ]
-    return InputPlan(specs, plan.source, plan.label)
+    return InputPlan(specs, plan.source, plan.label, plan.packed)
 
 
 def _probed_dims(plan: InputPlan) -> list[str]:
@@ -906,7 +909,7 @@ def _freed(plan: InputPlan) -> InputPlan | None:
                 count += 1
             dims.append(dim)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label) if count else None
+    return InputPlan(specs, plan.source, plan.label, plan.packed) if count else None
 
 
 def _untied(plan: InputPlan) -> InputPlan | None:
@@ -924,7 +927,7 @@ def _untied(plan: InputPlan) -> InputPlan | None:
             dims.append(dim)
         seen.update(d.name for d in spec.dims if d.name is not None)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label) if renamed else None
+    return InputPlan(specs, plan.source, plan.label, plan.packed) if renamed else None
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:
