@@ -267,6 +267,7 @@ class FileChecker:
         if the model with all its layers fails too."""
         start = len(self.findings)
         if not self._build_once(cls, name, where, spec, declared, args, kwargs, call):
+            self._build_deep(cls, name, where, spec, declared, args, kwargs, call)
             return
         if not any(f["code"] in _DEPTH_SENSITIVE for f in self.findings[start:]):
             return
@@ -278,6 +279,26 @@ class FileChecker:
         if not self._build_once(cls, name, where, spec, declared, args, deep, call):
             self.findings[start:] = kept  # the full model cannot be built: keep what was seen
             self.stats.models.append(record)
+
+    def _build_deep(
+        self,
+        cls: type,
+        name: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        declared: dict[str, Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+        call: str | None,
+    ) -> None:
+        """After a build with a configuration cut to a couple of layers failed (its other
+        fields may count on all of them), build and check it with all its layers."""
+        deep = full_depth(kwargs)
+        if deep is None:
+            return
+        failed = self.findings.pop()
+        if not self._build_once(cls, name, where, spec, declared, args, deep, call):
+            self.findings[-1] = failed
 
     def _build_once(
         self,
