@@ -21,6 +21,7 @@ from typing import Any
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
+from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.build import (
     NeedsArguments,
     build,
@@ -568,6 +569,7 @@ class FileChecker:
                 or (index < len(names) and infer_from_name(model, names[index], first=True))
                 or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
+                or infer_from_added_table(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
             )
