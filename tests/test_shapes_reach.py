@@ -52,3 +52,15 @@ def test_list_inputs_are_told_by_annotation_or_type_comment() -> None:
     plans = list_plans(Annotated(), 0)
     assert plans and plans[0].packed == (2,)
     assert [d.hint for d in plans[0].specs[0].dims][1] == 4
+
+
+def test_builders_of_another_family_come_first() -> None:
+    from torchlint.shapes.sweep import family, further_builders
+
+    assert family("efficientnet_b0") == "efficientnet"
+    assert family("efficientnet_v2_s") == "efficientnet_v2"
+    assert family("resnet18") == "resnet"
+    sizes = [f"efficientnet_b{i}" for i in range(8)] + ["efficientnet_v2_s", "efficientnet_v2_m"]
+    found = further_builders({"EfficientNet": {"builders": sizes}}, 2)
+    assert found[0] == "efficientnet_v2_s"
+    assert "efficientnet_b0" not in found and len(found) == len(sizes) - 2

@@ -66,10 +66,13 @@ from torchlint.shapes.propagate import (
 from torchlint.shapes.settle import needs_arguments_text
 from torchlint.shapes.siblings import sibling_plans
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
+from torchlint.shapes.sweep import further_builders
 
 _MAX_FLIPS = 6
 #: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
 _MAX_BUILDERS = 2
+#: More builders called, per file, for blocks no checked model built (see `sweep`).
+_MAX_SWEPT = 4
 _GUESSED_DEFINITE = frozenset({"TL601", "TL602", "TL603", "TL604"})
 #: Findings that a configuration cut to fewer layers may cause (see `full_depth`).
 _DEPTH_SENSITIVE = frozenset({"TL601", "TL602", "TL603", "TL604", "TL605", "TL607"})
@@ -199,6 +202,7 @@ class FileChecker:
         # configuration, the largest first (it covers the blocks it builds).
         for name, line, _ in sorted(deferred, key=lambda item: -item[1]):
             self._check_configured(module, name, (path, line), job["classes"][name])
+        self._sweep_builders(module, job, deferred)
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
             if cls in self.configured:
@@ -229,6 +233,27 @@ class FileChecker:
         spec = job["classes"].get(model_name, {"evidence": [], "line": line})
         self.check_model(model, model_name, (path, spec.get("line", line)), spec, {})
         self.stats.models[-1]["built_by"] = how
+
+    def _sweep_builders(
+        self, module: Any, job: dict[str, Any], deferred: list[tuple[str, int, str]]
+    ) -> None:
+        """Blocks no checked model built: a few more of the module's builders are called
+        (other families first, see `sweep`), and a model that holds one of them is checked."""
+        waiting = {getattr(module, name, None) for name, _, _ in deferred}
+        waiting = {c for c in waiting if _is_module_class(c)}
+        for name in further_builders(job["classes"], _MAX_BUILDERS)[:_MAX_SWEPT]:
+            waiting -= self.covered
+            if not waiting or (self.deadline is not None and time.monotonic() > self.deadline):
+                return
+            function = getattr(module, name, None)
+            if function is None or is_stub(function):
+                continue
+            try:
+                model = call_builder(module, name, builder_arguments(function))
+            except Exception:
+                continue
+            if any(_builds(model, cls) for cls in waiting):
+                self._check_user(model, f"{name}()", job["abspath"], 1, job)
 
     def _check_configured(
         self, module: Any, name: str, where: tuple[str, int], spec: dict[str, Any]
