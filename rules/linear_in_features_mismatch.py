@@ -23,8 +23,12 @@ class LinearInFeaturesMismatch(Rule):
     script that imports it (MNIST is 1x28x28); a size or a dataset named in the class's
     docstring or comments ("for 28x28 MNIST digits"); otherwise the first layer that
     consumes the input, or the input's conventional name (`input_ids`; a `timestep` is
-    one value per sample). The message says what to write (`nn.Linear(800, 128)`); with
-    `--unsafe-fixes`, a size written as a literal or a simple product is corrected.
+    one value per sample); a list of feature maps (`x: list[Tensor]`, in the signature or
+    a type comment) is shaped by the first layer a loop over it reads, a numbered input
+    (`image2`) like its sibling (`image1`), and an input added to a table the module holds
+    (`x + self.pe[:x.size(0)]`) like the table. The message says what to write
+    (`nn.Linear(800, 128)`); with `--unsafe-fixes`, a size written as a literal or a
+    simple product is corrected.
 
     ## Why is this bad?
     The model fails with `mat1 and mat2 shapes cannot be multiplied` on its first batch,
@@ -36,8 +40,11 @@ class LinearInFeaturesMismatch(Rule):
     site or in the configuration, else through an argument-free builder of its module
     (`resnet18()`, without weights; a block such a builder hands to its model, like
     `Bottleneck` to `resnet50()`'s `ResNet`, is checked inside it), a configuration
-    class's defaults (`GPTConfig()`), or
-    the script's argparse defaults; failing those, with guessed sizes, and then only a
+    class's defaults (`GPTConfig()`; a size it leaves at -1 to be set from the data gets a
+    stand-in, and a configuration that cannot be cut to two layers is built whole), or
+    the script's argparse defaults; a block that only the builders of another family
+    use (`FusedMBConv`, built by `efficientnet_v2_s`) is checked inside the model one of
+    a few more of its module's builders makes; failing those, with guessed sizes, and then only a
     mismatch that holds for several different sizes is reported. A model that cannot be
     built is skipped (see TL690). Shape checking needs `torch` installed and runs in a
     separate process.

@@ -7,6 +7,7 @@ about a layer can point at the line that defines it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import itertools
@@ -178,7 +179,26 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
         config = annotation()
     except Exception:
         return None
-    return _shallow(config)
+    return _shallow(_sizes_set(config))
+
+
+#: What a configuration's size left unset (`vocab_size: int = -1  # set by the tokenizer`)
+#: is built with: any positive size serves, as every layer reads the same field.
+_UNSET_STAND_IN = 128
+
+
+def _sizes_set(config: Any) -> Any:
+    """The configuration with its `*_size` fields left at -1 (set later, from the data)
+    given a stand-in size."""
+    try:
+        fields = dict(vars(config))
+    except TypeError:
+        return config
+    for name, value in fields.items():
+        if name.endswith("_size") and value == -1 and type(value) is int:
+            with contextlib.suppress(Exception):
+                setattr(config, name, _UNSET_STAND_IN)
+    return config
 
 
 def _config_like(value: Any) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
+from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.build import (
     NeedsArguments,
     build,
@@ -34,6 +35,7 @@ from torchlint.shapes.build import (
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
+from torchlint.shapes.feature_maps import list_plans, tensor_list_input
 from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import (
     infer_from_graph,
@@ -65,11 +67,15 @@ from torchlint.shapes.propagate import (
     run_direct,
 )
 from torchlint.shapes.settle import needs_arguments_text
+from torchlint.shapes.siblings import sibling_plans
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
+from torchlint.shapes.sweep import further_builders
 
 _MAX_FLIPS = 6
 #: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
 _MAX_BUILDERS = 2
+#: More builders called, per file, for blocks no checked model built (see `sweep`).
+_MAX_SWEPT = 4
 _GUESSED_DEFINITE = frozenset({"TL601", "TL602", "TL603", "TL604"})
 #: Findings that a configuration cut to fewer layers may cause (see `full_depth`).
 _DEPTH_SENSITIVE = frozenset({"TL601", "TL602", "TL603", "TL604", "TL605", "TL607"})
@@ -199,6 +205,7 @@ class FileChecker:
         # configuration, the largest first (it covers the blocks it builds).
         for name, line, _ in sorted(deferred, key=lambda item: -item[1]):
             self._check_configured(module, name, (path, line), job["classes"][name])
+        self._sweep_builders(module, job, deferred)
         for name, line, reason in deferred:
             cls = getattr(module, name, None)
             if cls in self.configured:
@@ -229,6 +236,27 @@ class FileChecker:
         spec = job["classes"].get(model_name, {"evidence": [], "line": line})
         self.check_model(model, model_name, (path, spec.get("line", line)), spec, {})
         self.stats.models[-1]["built_by"] = how
+
+    def _sweep_builders(
+        self, module: Any, job: dict[str, Any], deferred: list[tuple[str, int, str]]
+    ) -> None:
+        """Blocks no checked model built: a few more of the module's builders are called
+        (other families first, see `sweep`), and a model that holds one of them is checked."""
+        waiting = {getattr(module, name, None) for name, _, _ in deferred}
+        waiting = {c for c in waiting if _is_module_class(c)}
+        for name in further_builders(job["classes"], _MAX_BUILDERS)[:_MAX_SWEPT]:
+            waiting -= self.covered
+            if not waiting or (self.deadline is not None and time.monotonic() > self.deadline):
+                return
+            function = getattr(module, name, None)
+            if function is None or is_stub(function):
+                continue
+            try:
+                model = call_builder(module, name, builder_arguments(function))
+            except Exception:
+                continue
+            if any(_builds(model, cls) for cls in waiting):
+                self._check_user(model, f"{name}()", job["abspath"], 1, job)
 
     def _check_configured(
         self, module: Any, name: str, where: tuple[str, int], spec: dict[str, Any]
@@ -268,6 +296,7 @@ class FileChecker:
         if the model with all its layers fails too."""
         start = len(self.findings)
         if not self._build_once(cls, name, where, spec, declared, args, kwargs, call):
+            self._build_deep(cls, name, where, spec, declared, args, kwargs, call)
             return
         if not any(f["code"] in _DEPTH_SENSITIVE for f in self.findings[start:]):
             return
@@ -279,6 +308,26 @@ class FileChecker:
         if not self._build_once(cls, name, where, spec, declared, args, deep, call):
             self.findings[start:] = kept  # the full model cannot be built: keep what was seen
             self.stats.models.append(record)
+
+    def _build_deep(
+        self,
+        cls: type,
+        name: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        declared: dict[str, Any],
+        args: list[Any],
+        kwargs: dict[str, Any],
+        call: str | None,
+    ) -> None:
+        """After a build with a configuration cut to a couple of layers failed (its other
+        fields may count on all of them), build and check it with all its layers."""
+        deep = full_depth(kwargs)
+        if deep is None:
+            return
+        failed = self.findings.pop()
+        if not self._build_once(cls, name, where, spec, declared, args, deep, call):
+            self.findings[-1] = failed
 
     def _build_once(
         self,
@@ -544,11 +593,15 @@ class FileChecker:
         per_input: list[list[InputPlan]] = []
         names = forward_inputs(model) or []
         for index in range(count):
+            listed = index < len(names) and tensor_list_input(model, names[index])
             found = (
-                (index < len(names) and infer_from_name(model, names[index], first=True))
+                (listed and list_plans(model, index))
+                or (index < len(names) and infer_from_name(model, names[index], first=True))
                 or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
+                or infer_from_added_table(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
+                or sibling_plans(names, index, per_input)
             )
             if not found:
                 self._unknown_input = names[index] if index < len(names) else None
@@ -713,7 +766,7 @@ class FileChecker:
         return _failure_reason(failure, self.project.stubbed)
 
     def _analyze(self, world: World, graph_for_analysis: Any) -> Failure | None:
-        traced = graph_for_analysis()
+        traced = None if world.plan.packed else graph_for_analysis()
         if traced is not None:
             return analyze_fx(world, traced[0], traced[1], self.user_files)
         return analyze_hooks(world, self.user_files)
@@ -887,7 +940,7 @@ def _single_batch(plan: InputPlan) -> InputPlan | None:
         TensorSpec([Dim.fixed(1) if d.name == "N" else d for d in spec.dims], spec.dtype)
         for spec in plan.specs
     ]
-    return InputPlan(specs, plan.source, plan.label)
+    return InputPlan(specs, plan.source, plan.label, plan.packed)
 
 
 def _probed_dims(plan: InputPlan) -> list[str]:
@@ -915,7 +968,7 @@ def _freed(plan: InputPlan) -> InputPlan | None:
                 count += 1
             dims.append(dim)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label) if count else None
+    return InputPlan(specs, plan.source, plan.label, plan.packed) if count else None
 
 
 def _untied(plan: InputPlan) -> InputPlan | None:
@@ -933,7 +986,7 @@ def _untied(plan: InputPlan) -> InputPlan | None:
             dims.append(dim)
         seen.update(d.name for d in spec.dims if d.name is not None)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label) if renamed else None
+    return InputPlan(specs, plan.source, plan.label, plan.packed) if renamed else None
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:

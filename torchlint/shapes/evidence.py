@@ -48,6 +48,13 @@ _TEXT_CONTEXT = re.compile(
     r"\b(?:inputs?|images?|pictures?|photos?|crops?|pixels?|px|digits?|resolution|frames?)\b",
     re.IGNORECASE,
 )
+#: Words after a size that say it is of a part, not of the input ("16x16 words", "a 3x3
+#: kernel", "7x7 patches").
+_PART_SIZE = re.compile(
+    r"\s*(?:-\s*)?(?:words?|patch(?:es)?|tokens?|kernels?|windows?|tiles?|blocks?|grids?|"
+    r"filters?|convs?|convolutions?|pool(?:ing)?|cells?)\b",
+    re.IGNORECASE,
+)
 #: Dataset names as prose writes them -> the torchvision class (for its image size).
 _TEXT_DATASETS = re.compile(
     r"\b(?P<name>Fashion[-_ ]?MNIST|KMNIST|EMNIST|QMNIST|MNIST|CIFAR[-_ ]?100|CIFAR[-_ ]?10|"
@@ -688,7 +695,9 @@ def _size_in_text(text: str) -> list[int | None] | None:
         key = re.sub(r"[-_ ]", "", named.group("name")).upper()
         dataset = next((v for k, v in DATASETS.items() if k.upper() == key), None)
     sizes = [
-        m for m in _TEXT_SIZE.finditer(text) if int(m.group("h")) >= 8 and int(m.group("w")) >= 8
+        m
+        for m in _TEXT_SIZE.finditer(text)
+        if int(m.group("h")) >= 8 and int(m.group("w")) >= 8 and not _PART_SIZE.match(text, m.end())
     ]
     if sizes and (dataset is not None or _TEXT_CONTEXT.search(text)):
         best = max(sizes, key=lambda m: int(m.group("h")))

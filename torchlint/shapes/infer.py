@@ -318,11 +318,14 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
 # -- inference from the source, when the trace stops before the first layer -------------------
 
 
-def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[InputPlan] | None:
+def infer_from_source(
+    model: nn.Module, index: int, depth: int = 0, seed: str | None = None
+) -> list[InputPlan] | None:
     """Find the first `self.layer(x)` call on the input in forward's source (fallback).
 
     Used when tracing stops before the first layer. Custom submodules are followed into
-    their own forward (through positional or keyword arguments), a few levels deep.
+    their own forward (through positional or keyword arguments), a few levels deep. With
+    `seed`, the input followed is that local name of forward (a loop's element).
     """
     try:
         source = textwrap.dedent(inspect.getsource(type(model).forward))
@@ -335,7 +338,7 @@ def infer_from_source(model: nn.Module, index: int, depth: int = 0) -> list[Inpu
     if index >= len(params):
         return None
     # Variables holding the input, with the reshaping steps applied to it on the way.
-    names: dict[str, list[tuple[str, list[Any]]]] = {params[index]: []}
+    names: dict[str, list[tuple[str, list[Any]]]] = {seed or params[index]: []}
     loops: dict[str, str] = {}  # `for layer in self.layers:` -> layer is "layers.0"
     # Rebinding takes effect after the statement's own calls; only unconditional statements
     # of the function body count (`if x.dim() == 3: x = x.unsqueeze(0)` may not run).

@@ -55,6 +55,20 @@ class InputPlan:
     source: str = "inferred"
     #: For messages: "the declared input [1, 3, 224, 224]".
     label: str = ""
+    #: Per forward argument, how many specs it takes as one list (`images: list[Tensor]`);
+    #: empty: one tensor per argument.
+    packed: tuple[int, ...] = ()
+
+    def arguments(self, tensors: list[Any]) -> list[Any]:
+        """The forward's arguments from one tensor per spec (lists where `packed` says)."""
+        if not self.packed:
+            return list(tensors)
+        out: list[Any] = []
+        start = 0
+        for size in self.packed:
+            out.append(list(tensors[start : start + size]))
+            start += size
+        return out
 
     @property
     def evidenced(self) -> bool:
@@ -113,11 +127,34 @@ def trace(
     """
     tracer = _Tracer(stack_traces)
     entry = entry_module(model, count)
+    saved = _tensor_state(model)
     try:
         return tracer.trace(entry), True, entry
     except Exception:
         graph = getattr(tracer, "graph", None)
         return (graph if isinstance(graph, fx.Graph) else fx.Graph()), False, entry
+    finally:
+        _restore(saved)
+
+
+def _tensor_state(model: nn.Module) -> list[tuple[dict[str, Any], str, Any]]:
+    """The model's buffers and tensor attributes, to put back after tracing: a forward
+    that caches a tensor on the module (`self.freqs = self.freqs.to(x.device)`) leaves
+    a proxy there when traced."""
+    saved = []
+    for module in model.modules():
+        for name, value in module._buffers.items():
+            saved.append((module._buffers, name, value))
+        for name, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
+                saved.append((vars(module), name, value))
+    return saved
+
+
+def _restore(saved: list[tuple[dict[str, Any], str, Any]]) -> None:
+    for store, name, value in saved:
+        if store.get(name) is not value:
+            store[name] = value
 
 
 def op_name(target: Any) -> str:
@@ -262,9 +299,12 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
     combos = []
     for choice in choices:
         specs = [spec for plan in choice for spec in plan.specs]
+        packed = ()
+        if any(plan.packed for plan in choice):
+            packed = tuple(plan.packed[0] if plan.packed else 1 for plan in choice)
         if len(choice) == 1:
-            combos.append(InputPlan(specs, choice[0].source, choice[0].label))
+            combos.append(InputPlan(specs, choice[0].source, choice[0].label, packed))
         else:
             named = any(plan.source == "named" for plan in choice)
-            combos.append(InputPlan(specs, "named" if named else "inferred"))
+            combos.append(InputPlan(specs, "named" if named else "inferred", "", packed))
     return combos

@@ -285,7 +285,7 @@ class World:
 def run_direct(world: World) -> BaseException | None:
     try:
         with world.enter(), torch.no_grad():
-            world.model(*world.inputs)
+            world.model(*world.plan.arguments(world.inputs))
     except Exception as exc:
         return exc
     return None
@@ -657,7 +657,7 @@ def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
     try:
         tracker = _OpTracker(world, provenance, running, names, user_files)
         with world.enter(), torch.no_grad(), tracker:
-            model(*world.inputs)
+            model(*world.plan.arguments(world.inputs))
     except Exception as exc:
         return _hooks_failure(exc, running, names, world, user_files)
     finally:

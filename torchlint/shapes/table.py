@@ -303,7 +303,7 @@ class Recorder:
             originals.append(module)
         try:
             with self.world.mode, torch.no_grad(), _OpRecorder(self):
-                return self.model(*self.world.inputs), None
+                return self.model(*self.world.plan.arguments(self.world.inputs)), None
         except Exception as exc:
             return None, exc
         finally:
