@@ -12,6 +12,7 @@ from torchlint.analysis.grad import (
 )
 from torchlint.context import FileContext
 from torchlint.rule import Rule
+from torchlint.semantic.flow import in_no_grad_region
 from torchlint.semantic.saved_tensors import SAVED_OUTPUT_TOKENS, saved_output
 
 
@@ -114,13 +115,9 @@ class InplaceOnGradTensor(Rule):
         self.tracker.lambda_depth -= 1
 
     def visit_With(self, node: cst.With) -> None:
-        self.tracker.enter_with(node)
         for item in node.items:
             if item.asname is not None:
                 self.tracker.bind_target(item.asname.name, None)
-
-    def leave_With(self, node: cst.With) -> None:
-        self.tracker.leave_with(node)
 
     # -- bindings -----------------------------------------------------------------------
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -177,8 +174,6 @@ class InplaceOnGradTensor(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         tracker = self.tracker
-        if tracker.no_grad_depth:
-            tracker.note_call(node)
         func = node.func
         if not isinstance(func, cst.Attribute):
             return
@@ -213,10 +208,9 @@ class InplaceOnGradTensor(Rule):
     def _check_saved(self, change: InPlace) -> None:
         """An in-place change of an output autograd saved for backward (`sigmoid`, `exp`...)."""
         target = change.target
-        tracker = self.tracker
-        if not isinstance(target, cst.Name) or tracker.no_grad_depth:
-            return
-        if tracker.grad_mode_here() == "off" or tracker.lambda_depth:
+        if not isinstance(target, cst.Name) or in_no_grad_region(
+            self.context, self.context.ancestors
+        ):
             return
         saved = saved_output(self.context, target, (*self.context.ancestors, change.node))
         if saved is None:

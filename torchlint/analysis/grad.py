@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchlint.analysis.call_args import is_false, is_true, method_name, positional
+from torchlint.analysis.call_args import is_true, method_name, positional
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
-from torchlint.semantic.flow import GRAD_OFF, GRAD_ON, GRAD_SWITCH_WORDS
+from torchlint.semantic.flow import functions_called_in_no_grad_regions, recording_at
 from torchlint.semantic.tensors import NOT_INPLACE, Binding, path_parts, tensor_facts
 from torchlint.walker import iter_descendants
 
@@ -227,11 +227,6 @@ class GradTracker:
         self.context = context
         self.scopes: list[_Scope] = []
         self.lambda_depth = 0
-        #: Nesting depth of regions where autograd is off (no_grad blocks / decorated defs).
-        self.no_grad_depth = 0
-        self._no_grad_nodes: set[int] = set()
-        #: Names of functions called somewhere inside a no-grad region of this file.
-        self.called_without_grad: set[str] = set()
         #: Paths frozen with `requires_grad = False` / `requires_grad_(False)`, with the class
         #: they were frozen in; `("*",)` when the frozen thing cannot be named.
         self.frozen: list[_Freeze] = []
@@ -253,11 +248,8 @@ class GradTracker:
             if outer is not None and outer.kind == "class" and outer.grad_off:
                 scope.grad_off = True
         self.scopes.append(scope)
-        if isinstance(node, cst.FunctionDef) and self._decorator_mode(node) == "off":
-            self._enter_no_grad(node)
 
     def leave_scope(self, node: cst.CSTNode) -> None:
-        self._leave_no_grad(node)
         if self.scopes and self.scopes[-1].node is node:
             self.scopes.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and self.scopes:
@@ -269,86 +261,6 @@ class GradTracker:
             if name.endswith("Function") and "nn" not in name.split("."):
                 return True
         return False
-
-    # -- no-grad regions ------------------------------------------------------------------
-    def enter_with(self, node: cst.With) -> None:
-        if any(self._item_mode(item.item) == "off" for item in node.items):
-            self._enter_no_grad(node)
-
-    def leave_with(self, node: cst.With) -> None:
-        self._leave_no_grad(node)
-
-    def _enter_no_grad(self, node: cst.CSTNode) -> None:
-        self._no_grad_nodes.add(id(node))
-        self.no_grad_depth += 1
-
-    def _leave_no_grad(self, node: cst.CSTNode) -> None:
-        if id(node) in self._no_grad_nodes:
-            self._no_grad_nodes.discard(id(node))
-            self.no_grad_depth -= 1
-
-    def _item_mode(self, expr: cst.BaseExpression) -> str | None:
-        """ "off" / "on" when a `with` item switches autograd off / on, else None.
-
-        Context managers we cannot see through (a bare name, an attribute) count as "off".
-        """
-        if isinstance(expr, cst.Call):
-            qualified = self.context.qualified_name(expr.func) or ""
-            args = expr.args
-            func_name = dotted_name(expr.func) or ""
-            if "raises" in func_name.lower():
-                return "off"  # `pytest.raises` / `assertRaises`: the error is expected
-            if qualified in GRAD_OFF:
-                if "inference_mode" in qualified and args and not is_true(args[0].value):
-                    return "on" if is_false(args[0].value) else "off"
-                return "off"
-            if qualified in GRAD_ON:
-                return "on"
-            if qualified.endswith("set_grad_enabled") or qualified.endswith("_set_grad_enabled"):
-                return "on" if args and is_true(args[0].value) else "off"
-            text = self.context.code(expr)
-            if any(word in text for word in GRAD_SWITCH_WORDS):
-                return "off"
-            return None
-        if isinstance(expr, (cst.Name, cst.Attribute)):
-            return "off"
-        text = self.context.code(expr)
-        return "off" if any(word in text for word in GRAD_SWITCH_WORDS) else None
-
-    def _decorator_mode(self, node: cst.FunctionDef) -> str | None:
-        for decorator in node.decorators:
-            expr = decorator.decorator
-            target = expr.func if isinstance(expr, cst.Call) else expr
-            qualified = self.context.qualified_name(target) or ""
-            if qualified in GRAD_ON:
-                return "on"
-            if isinstance(expr, cst.Call) and qualified.endswith("set_grad_enabled"):
-                return "on" if expr.args and is_true(expr.args[0].value) else "off"
-            if qualified in GRAD_OFF:
-                if isinstance(expr, cst.Call) and expr.args and is_false(expr.args[0].value):
-                    return "on"
-                return "off"
-            text = dotted_name(target) or ""
-            if "no_grad" in text or "inference_mode" in text:
-                return "off"
-        return None
-
-    def grad_mode_here(self) -> str | None:
-        """The innermost grad-mode switch around the visited node: "off", "on" or None."""
-        for node in reversed(self.context.ancestors):
-            if isinstance(node, cst.With):
-                modes = {self._item_mode(item.item) for item in node.items}
-                if "off" in modes:
-                    return "off"
-                if "on" in modes:
-                    return "on"
-            elif isinstance(node, cst.FunctionDef):
-                mode = self._decorator_mode(node)
-                if mode is not None:
-                    return mode
-            elif isinstance(node, cst.Lambda):
-                return "off"  # runs whenever it is called: unknown
-        return None
 
     # -- bindings -------------------------------------------------------------------------
     @property
@@ -504,18 +416,6 @@ class GradTracker:
         """A statement-level `torch.set_grad_enabled(False)` in the current scope."""
         self.scope.grad_off = True
 
-    def note_call(self, call: cst.Call) -> None:
-        """Remember functions called inside no-grad regions (their bodies run without grad)."""
-        func = call.func
-        if isinstance(func, cst.Name):
-            self.called_without_grad.add(func.value)
-        elif isinstance(func, cst.Attribute):
-            self.called_without_grad.add(func.attr.value)
-            if func.attr.value == "apply" and call.args:  # `model.apply(init_fn)`
-                applied = dotted_name(call.args[0].value)
-                if applied is not None:
-                    self.called_without_grad.add(applied.rsplit(".", 1)[-1])
-
     def check_init_argument(self, change: InPlace) -> None:
         """`m.weight.normal_(0, 0.02)` in a function that receives a module `m` to initialise."""
         target = change.target
@@ -532,7 +432,7 @@ class GradTracker:
             return
         if not self._receives_module(function, name):
             return
-        if self.grad_mode_here() == "off" or self._tests_requires_grad():
+        if self.recording_off() or self._tests_requires_grad():
             return
         text = self.context.code(target)
         error = "'a leaf Variable that requires grad is being used in an in-place operation'"
@@ -690,7 +590,7 @@ class GradTracker:
         # Cheap filters first: the head must be `self` or a name this scope knows.
         if head.value != "self" and head.value not in self.scope.names:
             return
-        if self.grad_mode_here() == "off" or self._tests_requires_grad():
+        if self.recording_off() or self._tests_requires_grad():
             return
         if isinstance(target, cst.Name):
             name = target.value
@@ -718,6 +618,9 @@ class GradTracker:
             )
         )
 
+    def recording_off(self) -> bool:
+        return recording_at(self.context, self.context.ancestors) == "off"
+
     def _tests_requires_grad(self) -> bool:
         """Inside `if p.requires_grad:`-style code: the author already checks the flag."""
         for node in self.context.ancestors:
@@ -728,12 +631,15 @@ class GradTracker:
         return False
 
     def finish(self) -> list[Finding]:
-        findings = []
+        findings: list[Finding] = []
+        if not self.candidates:
+            return findings
+        called_without_grad = functions_called_in_no_grad_regions(self.context)
         for candidate in self.candidates:
             if any(scope.grad_off for scope in candidate.scopes):
                 continue
             if any(
-                name in self.called_without_grad or name in _FRAMEWORK_NO_GRAD_METHODS
+                name in called_without_grad or name in _FRAMEWORK_NO_GRAD_METHODS
                 for name in candidate.functions
             ):
                 continue
