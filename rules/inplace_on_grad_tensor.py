@@ -2,18 +2,86 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import libcst as cst
 
-from torchlint.analysis.grad import (
-    GradTracker,
+from torchlint.analysis.call_args import method_name
+from torchlint.analysis.grad import GradTracker, Scope
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+from torchlint.semantic.bindings import comprehension_binds
+from torchlint.semantic.containers import parameter_names
+from torchlint.semantic.flow import (
+    functions_called_in_no_grad_regions,
+    in_no_grad_region,
+    recording_at,
+)
+from torchlint.semantic.inplace import (
     InPlace,
+    augmented_operator,
     inplace_of_assignment,
     inplace_of_call,
 )
-from torchlint.context import FileContext
-from torchlint.rule import Rule
-from torchlint.semantic.flow import in_no_grad_region
 from torchlint.semantic.saved_tensors import SAVED_OUTPUT_TOKENS, saved_output
+from torchlint.semantic.tensors import Binding
+from torchlint.walker import iter_descendants
+
+#: In-place methods without an out-of-place twin (`Tensor.zero` does not exist).
+_NO_OUT_OF_PLACE = frozenset(
+    {
+        "apply_",
+        "cauchy_",
+        "copy_",
+        "exponential_",
+        "fill_",
+        "fill_diagonal_",
+        "geometric_",
+        "log_normal_",
+        "map2_",
+        "map_",
+        "normal_",
+        "random_",
+        "resize_",
+        "resize_as_",
+        "set_",
+        "uniform_",
+        "zero_",
+    }
+)
+
+#: Methods that frameworks call under `torch.no_grad()`: Lightning's evaluation hooks,
+#: transformers' weight initialisation, FSDP / meta-device `reset_parameters`.
+_FRAMEWORK_NO_GRAD_METHODS = frozenset(
+    {
+        "validation_step",
+        "test_step",
+        "predict_step",
+        "on_validation_batch_end",
+        "on_test_batch_end",
+        "on_validation_epoch_end",
+        "on_test_epoch_end",
+        "_init_weights",
+        "_initialize_weights",
+        "init_weights",
+        "initialize_weights",
+        "reset_parameters",
+        "_reset_parameters",
+    }
+)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    node: cst.CSTNode
+    message: str
+    scopes: tuple[Scope, ...]
+    functions: tuple[str, ...]
+    #: The module/parameter path whose freezing elsewhere would make this legal, if any.
+    owner: tuple[str, ...] | None
+    classdef: cst.ClassDef | None
 
 
 class InplaceOnGradTensor(Rule):
@@ -87,14 +155,15 @@ class InplaceOnGradTensor(Rule):
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self.tracker = GradTracker(context)
+        self._candidates: list[_Candidate] = []
 
     # -- scopes -------------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
         self.tracker.enter_scope(node)
 
     def leave_Module(self, node: cst.Module) -> None:
-        for finding in self.tracker.finish():
-            self.report(finding.node, finding.message)
+        for node, message in self._finish():
+            self.report(node, message)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.tracker.enter_scope(node)
@@ -201,8 +270,8 @@ class InplaceOnGradTensor(Rule):
 
     def _check(self, change: InPlace | None) -> None:
         if change is not None:
-            self.tracker.check(change)
-            self.tracker.check_init_argument(change)
+            self._check_grad_tensor(change)
+            self._check_init_argument(change)
             self._check_saved(change)
 
     def _check_saved(self, change: InPlace) -> None:
@@ -223,3 +292,190 @@ class InplaceOnGradTensor(Rule):
             "needed for gradient computation has been modified by an inplace operation'; "
             f"compute a new tensor instead (`{name} = {name} * ...`, `{name}.clamp(...)`)",
         )
+
+    def _check_init_argument(self, change: InPlace) -> None:
+        """`m.weight.normal_(0, 0.02)` in a function that receives a module `m` to initialise."""
+        target = change.target
+        if (
+            self.tracker.lambda_depth
+            or not isinstance(target, cst.Attribute)
+            or target.attr.value not in ("weight", "bias")
+            or not isinstance(target.value, cst.Name)
+        ):
+            return
+        function = self.context.enclosing_function()
+        name = target.value.value
+        if function is None or name not in parameter_names(function):
+            return
+        if not self._receives_module(function, name):
+            return
+        if self._recording_off() or self._tests_requires_grad():
+            return
+        text = self.context.code(target)
+        error = "'a leaf Variable that requires grad is being used in an in-place operation'"
+        self._candidates.append(
+            _Candidate(
+                node=change.node,
+                message=(
+                    f"in-place {change.op} on `{text}`, a parameter of the module passed to "
+                    f"{function.name.value}(), raises {error}; use the torch.nn.init "
+                    "functions (they run under no_grad) or wrap it in `with torch.no_grad():`"
+                ),
+                scopes=tuple(self.tracker.scopes),
+                functions=tuple(
+                    n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
+                ),
+                owner=None,
+                classdef=None,
+            )
+        )
+
+    def _receives_module(self, function: cst.FunctionDef, name: str) -> bool:
+        """Whether parameter `name` surely holds an `nn.Module`: annotated as one, checked
+        with `isinstance(name, nn.<Layer>)` before use, or the function is given to
+        `.apply(...)`, which calls it on every submodule."""
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                qualified = self.context.qualified_name(param.annotation.annotation) or ""
+                if qualified.startswith("torch.nn."):
+                    return True
+        for node in iter_descendants(function.body):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Name)
+                and node.func.value == "isinstance"
+                and len(node.args) == 2
+                and dotted_name(node.args[0].value) == name
+            ):
+                kinds = node.args[1].value
+                options = (
+                    [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+                )
+                if all(
+                    (self.context.qualified_name(o) or "").startswith("torch.nn.") for o in options
+                ):
+                    return True
+        applied = re.compile(rf"\.apply\(\s*{re.escape(function.name.value)}\s*\)")
+        return applied.search(self.context.source) is not None
+
+    def _check_grad_tensor(self, change: InPlace) -> None:
+        """Consider one in-place change at the node being visited."""
+        if (
+            self.tracker.lambda_depth
+            or not self.tracker.scopes
+            or self.tracker.scope.kind == "class"
+        ):
+            return
+        target = change.target
+        head = target
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return
+        # Cheap filters first: the head must be `self` or a name this scope knows.
+        if head.value != "self" and head.value not in self.tracker.scope.names:
+            return
+        if self._recording_off() or self._tests_requires_grad():
+            return
+        if isinstance(target, cst.Name):
+            name = target.value
+            if name in self.tracker.scope.blocked or comprehension_binds(
+                self.context.ancestors, name
+            ):
+                return
+            binding = self.tracker.lookup(name)
+        elif isinstance(target, cst.Attribute):
+            binding = self.tracker.tensors.resolve_attribute(target, self.tracker)
+        else:
+            return
+        if binding is None or binding.kind not in ("leaf", "param") or binding.paired:
+            return
+        functions = tuple(
+            n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
+        )
+        text = self.context.code(target)
+        self._candidates.append(
+            _Candidate(
+                node=change.node,
+                message=_message(change, text, binding),
+                scopes=tuple(self.tracker.scopes),
+                functions=functions,
+                owner=binding.owner or None,
+                classdef=self.tracker.scope.classdef,
+            )
+        )
+
+    def _recording_off(self) -> bool:
+        return recording_at(self.context, self.context.ancestors) == "off"
+
+    def _tests_requires_grad(self) -> bool:
+        """Inside `if p.requires_grad:`-style code: the author already checks the flag."""
+        for node in self.context.ancestors:
+            if isinstance(node, (cst.If, cst.While, cst.IfExp)) and "requires_grad" in (
+                self.context.code(node.test)
+            ):
+                return True
+        return False
+
+    def _finish(self) -> list[tuple[cst.CSTNode, str]]:
+        findings: list[tuple[cst.CSTNode, str]] = []
+        if not self._candidates:
+            return findings
+        called_without_grad = functions_called_in_no_grad_regions(self.context)
+        for candidate in self._candidates:
+            if any(scope.grad_off for scope in candidate.scopes):
+                continue
+            if any(
+                name in called_without_grad or name in _FRAMEWORK_NO_GRAD_METHODS
+                for name in candidate.functions
+            ):
+                continue
+            if candidate.owner is not None and self._maybe_frozen(
+                candidate.owner, candidate.classdef
+            ):
+                continue
+            findings.append((candidate.node, candidate.message))
+        return findings
+
+    def _maybe_frozen(self, owner: tuple[str, ...], classdef: cst.ClassDef | None) -> bool:
+        """Whether a freeze in this file may have turned `requires_grad` off for `owner`."""
+        for freeze in self.tracker.frozen:
+            frozen = freeze.parts
+            if frozen == ("*",):
+                return True
+            if owner[0] == "self" and classdef is not None:
+                if freeze.where is classdef and frozen[0] == "self":
+                    if frozen == owner[: len(frozen)] or owner == frozen[: len(owner)]:
+                        return True
+                else:
+                    affected = self.tracker.tensors.classes_reached(freeze.start, freeze.parts[1:])
+                    if affected is None or id(classdef) in affected:
+                        return True  # an instance of this class may be the frozen one
+                continue
+            if frozen == ("self",) or (set(frozen) & set(owner)) - {"self"}:
+                return True
+        return False
+
+
+def _message(change: InPlace, text: str, binding: Binding) -> str:
+    leaf = "a view of a leaf Variable" if change.view else "a leaf Variable"
+    error = f"'{leaf} that requires grad is being used in an in-place operation'"
+    if binding.kind == "param":
+        return (
+            f"in-place {change.op} on `{text}`, a parameter that requires grad, raises "
+            f"{error}; do the update under `with torch.no_grad():`"
+        )
+    advice = f"{error}; do it under `with torch.no_grad():`"
+    node = change.node
+    if not change.view and isinstance(node, cst.AugAssign):
+        operator = augmented_operator(node).rstrip("=")
+        advice += f" or out of place (`{text} = {text} {operator} ...`)"
+    elif (
+        not change.view
+        and isinstance(node, cst.Call)
+        and (method := method_name(node))
+        and method not in _NO_OUT_OF_PLACE
+    ):
+        advice += f" or out of place (`{text} = {text}.{method[:-1]}(...)`)"
+    return f"in-place {change.op} on `{text}`, a leaf tensor that requires grad, raises {advice}"

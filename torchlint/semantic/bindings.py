@@ -9,7 +9,7 @@ assignment in the methods of the class and its same-file bases.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -21,6 +21,7 @@ from torchlint.semantic.values import unwrap_module_methods
 from torchlint.walker import iter_children, iter_descendants
 
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _REBINDING_PARENTS = (
     cst.For,
     cst.While,
@@ -412,6 +413,25 @@ def _target_names(
     name = dotted_name(target)
     if name is not None:
         yield name, value
+
+
+def target_names(target: cst.BaseExpression) -> set[str]:
+    """The plain names an assignment or loop target binds (`a`, `(a, *b)`, `[a, b]`)."""
+    return {name for name, _ in _target_names(target, None) if "." not in name}
+
+
+def comprehension_binds(ancestors: Sequence[cst.CSTNode], name: str) -> bool:
+    """Whether a comprehension around a node (`ancestors`, module first) binds `name`."""
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(node, COMPREHENSIONS):
+            comp: cst.CompFor | None = node.for_in
+            while comp is not None:
+                if name in target_names(comp.target):
+                    return True
+                comp = comp.inner_for_in
+    return False
 
 
 def class_body(classdef: cst.ClassDef) -> list[cst.BaseStatement]:
