@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.call_args import method_name
-from torchlint.analysis.grad import GradTracker, Scope
+from torchlint.analysis.grad import GradTracker
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
@@ -16,6 +16,7 @@ from torchlint.semantic.bindings import comprehension_binds
 from torchlint.semantic.containers import parameter_names
 from torchlint.semantic.flow import (
     functions_called_in_no_grad_regions,
+    grad_switched_off_in,
     in_no_grad_region,
     recording_at,
 )
@@ -77,7 +78,7 @@ _FRAMEWORK_NO_GRAD_METHODS = frozenset(
 class _Candidate:
     node: cst.CSTNode
     message: str
-    scopes: tuple[Scope, ...]
+    scopes: tuple[cst.CSTNode, ...]
     functions: tuple[str, ...]
     #: The module/parameter path whose freezing elsewhere would make this legal, if any.
     owner: tuple[str, ...] | None
@@ -249,24 +250,8 @@ class InplaceOnGradTensor(Rule):
         method = func.attr.value
         if method == "requires_grad_":
             tracker.mark_requires_grad(node)
-        elif method in ("set_grad_enabled", "_set_grad_enabled"):
-            self._grad_switch(node)
-        elif method == "enter_context" and any(
-            word in self.context.code(node) for word in ("no_grad", "inference_mode")
-        ):
-            tracker.grad_switched_off()
         else:
             self._check(inplace_of_call(node))
-
-    def _grad_switch(self, node: cst.Call) -> None:
-        """A statement-level `torch.set_grad_enabled(<not True>)` switches grad off."""
-        parent = self.context.ancestors[-1] if self.context.ancestors else None
-        if not isinstance(parent, cst.Expr):
-            return  # `with torch.set_grad_enabled(...)` is handled as a block
-        args = node.args
-        if args and isinstance(args[0].value, cst.Name) and args[0].value.value == "True":
-            return
-        self.tracker.grad_switched_off()
 
     def _check(self, change: InPlace | None) -> None:
         if change is not None:
@@ -321,7 +306,7 @@ class InplaceOnGradTensor(Rule):
                     f"{function.name.value}(), raises {error}; use the torch.nn.init "
                     "functions (they run under no_grad) or wrap it in `with torch.no_grad():`"
                 ),
-                scopes=tuple(self.tracker.scopes),
+                scopes=tuple(scope.node for scope in self.tracker.scopes),
                 functions=tuple(
                     n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
                 ),
@@ -399,7 +384,7 @@ class InplaceOnGradTensor(Rule):
             _Candidate(
                 node=change.node,
                 message=_message(change, text, binding),
-                scopes=tuple(self.tracker.scopes),
+                scopes=tuple(scope.node for scope in self.tracker.scopes),
                 functions=functions,
                 owner=binding.owner or None,
                 classdef=self.tracker.scope.classdef,
@@ -424,7 +409,7 @@ class InplaceOnGradTensor(Rule):
             return findings
         called_without_grad = functions_called_in_no_grad_regions(self.context)
         for candidate in self._candidates:
-            if any(scope.grad_off for scope in candidate.scopes):
+            if any(grad_switched_off_in(self.context, scope) for scope in candidate.scopes):
                 continue
             if any(
                 name in called_without_grad or name in _FRAMEWORK_NO_GRAD_METHODS

@@ -23,7 +23,6 @@ import libcst as cst
 
 from torchlint.analysis.call_args import is_true
 from torchlint.context import FileContext
-from torchlint.names import dotted_name
 from torchlint.semantic.tensors import Binding, path_parts, tensor_facts, through_loops
 
 # -- vocabulary -------------------------------------------------------------------------------
@@ -44,8 +43,6 @@ class Scope:
     classdef: cst.ClassDef | None = None  # for a method: its class
     names: dict[str, _Known] = field(default_factory=dict)
     blocked: set[str] = field(default_factory=set)
-    #: `torch.set_grad_enabled(False)` runs somewhere in it, or it is an autograd.Function.
-    grad_off: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,13 +78,11 @@ class GradTracker:
             return
         outer = self.scopes[-1] if self.scopes else None
         if isinstance(node, cst.ClassDef):
-            scope = Scope(node, "class", grad_off=self._is_autograd_function(node))
+            scope = Scope(node, "class")
         else:
             classdef = outer.node if outer is not None and outer.kind == "class" else None
             assert isinstance(classdef, (cst.ClassDef, type(None)))
             scope = Scope(node, "function", classdef=classdef)
-            if outer is not None and outer.kind == "class" and outer.grad_off:
-                scope.grad_off = True
         self.scopes.append(scope)
 
     def leave_scope(self, node: cst.CSTNode) -> None:
@@ -95,13 +90,6 @@ class GradTracker:
             self.scopes.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and self.scopes:
             self._forget(node.name.value)
-
-    def _is_autograd_function(self, classdef: cst.ClassDef) -> bool:
-        for base in classdef.bases:
-            name = self.context.qualified_name(base.value) or dotted_name(base.value) or ""
-            if name.endswith("Function") and "nn" not in name.split("."):
-                return True
-        return False
 
     # -- bindings -------------------------------------------------------------------------
     @property
@@ -215,10 +203,6 @@ class GradTracker:
         for name in names:
             self.scope.blocked.add(name)
             self._forget(name)
-
-    def grad_switched_off(self) -> None:
-        """A statement-level `torch.set_grad_enabled(False)` in the current scope."""
-        self.scope.grad_off = True
 
     # -- freezing -------------------------------------------------------------------------
     def record_freeze(self, expr: cst.BaseExpression) -> None:

@@ -213,6 +213,50 @@ def _functions_called_in_no_grad_regions(context: FileContext) -> frozenset[str]
     return _names_called_in(regions)
 
 
+def grad_switched_off_in(context: FileContext, scope: cst.CSTNode) -> bool:
+    """Whether autograd may be off in all of `scope` (a module, function or class): a
+    statement in it (not in nested functions or classes) runs `<...>.set_grad_enabled(<not
+    True>)` or `<stack>.enter_context(<no_grad or inference_mode>)`, or it is a subclass of
+    `torch.autograd.Function` (whose `forward` runs without recording)."""
+    known = context.shared(_GradOffScopes).known
+    key = id(scope)
+    if key not in known:
+        known[key] = _grad_switched_off_in(context, scope)
+    return known[key]
+
+
+class _GradOffScopes:
+    def __init__(self, context: FileContext) -> None:
+        self.known: dict[int, bool] = {}
+
+
+def _grad_switched_off_in(context: FileContext, scope: cst.CSTNode) -> bool:
+    if isinstance(scope, cst.ClassDef):
+        for base in scope.bases:
+            name = context.qualified_name(base.value) or dotted_name(base.value) or ""
+            if name.endswith("Function") and "nn" not in name.split("."):
+                return True
+    stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [
+        (child, scope) for child in iter_children(scope)
+    ]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
+            if method in ("set_grad_enabled", "_set_grad_enabled") and isinstance(parent, cst.Expr):
+                flag = node.args[0].value if node.args else None
+                if not (isinstance(flag, cst.Name) and flag.value == "True"):
+                    return True
+            if method == "enter_context" and any(
+                word in context.code(node) for word in ("no_grad", "inference_mode")
+            ):
+                return True
+        stack.extend((child, node) for child in iter_children(node))
+    return False
+
+
 def names_in(expr: cst.CSTNode) -> set[str]:
     """Every plain name and dotted name (`self.total`) used anywhere in `expr`."""
     found: set[str] = set()
