@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
 from torchlint.analysis.call_args import method_name
-from torchlint.analysis.grad import GradTracker
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.rule import Rule
@@ -20,6 +20,7 @@ from torchlint.semantic.flow import (
     in_no_grad_region,
     recording_at,
 )
+from torchlint.semantic.held_tensors import held_tensors
 from torchlint.semantic.inplace import (
     InPlace,
     augmented_operator,
@@ -27,7 +28,7 @@ from torchlint.semantic.inplace import (
     inplace_of_call,
 )
 from torchlint.semantic.saved_tensors import SAVED_OUTPUT_TOKENS, saved_output
-from torchlint.semantic.tensors import Binding
+from torchlint.semantic.tensors import Binding, tensor_facts
 from torchlint.walker import iter_descendants
 
 #: In-place methods without an out-of-place twin (`Tensor.zero` does not exist).
@@ -155,83 +156,11 @@ class InplaceOnGradTensor(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self.tracker = GradTracker(context)
         self._candidates: list[_Candidate] = []
 
-    # -- scopes -------------------------------------------------------------------------
-    def visit_Module(self, node: cst.Module) -> None:
-        self.tracker.enter_scope(node)
-
     def leave_Module(self, node: cst.Module) -> None:
-        for node, message in self._finish():
-            self.report(node, message)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.tracker.enter_scope(node)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.tracker.leave_scope(node)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.tracker.enter_scope(node)
-
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self.tracker.leave_scope(node)
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.tracker.lambda_depth += 1
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
-        self.tracker.lambda_depth -= 1
-
-    def visit_With(self, node: cst.With) -> None:
-        for item in node.items:
-            if item.asname is not None:
-                self.tracker.bind_target(item.asname.name, None)
-
-    # -- bindings -----------------------------------------------------------------------
-    def leave_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self.tracker.bind_target(target.target, node.value)
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self.tracker.bind_target(node.target, node.value)
-
-    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.tracker.bind_target(node.target, node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.tracker.bind_loop(node.target, node.iter)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self.tracker.bind_target(node.name.name, None)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self.tracker.bind_target(node.target, None)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.tracker.block_names([item.name.value for item in node.names])
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.tracker.block_names([item.name.value for item in node.names])
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            while isinstance(bound, cst.Attribute):
-                bound = bound.value
-            if isinstance(bound, cst.Name):
-                self.tracker.bind_target(bound, None)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(bound, cst.Name):
-                self.tracker.bind_target(bound, None)
+        for found, message in self._finish():
+            self.report(found, message)
 
     # -- in-place changes ---------------------------------------------------------------
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -243,14 +172,7 @@ class InplaceOnGradTensor(Rule):
                 self._check(inplace_of_assignment(node, target.target, augmented=False))
 
     def visit_Call(self, node: cst.Call) -> None:
-        tracker = self.tracker
-        func = node.func
-        if not isinstance(func, cst.Attribute):
-            return
-        method = func.attr.value
-        if method == "requires_grad_":
-            tracker.mark_requires_grad(node)
-        else:
+        if isinstance(node.func, cst.Attribute):
             self._check(inplace_of_call(node))
 
     def _check(self, change: InPlace | None) -> None:
@@ -282,7 +204,7 @@ class InplaceOnGradTensor(Rule):
         """`m.weight.normal_(0, 0.02)` in a function that receives a module `m` to initialise."""
         target = change.target
         if (
-            self.tracker.lambda_depth
+            _in_lambda(self.context.ancestors)
             or not isinstance(target, cst.Attribute)
             or target.attr.value not in ("weight", "bias")
             or not isinstance(target.value, cst.Name)
@@ -306,7 +228,7 @@ class InplaceOnGradTensor(Rule):
                     f"{function.name.value}(), raises {error}; use the torch.nn.init "
                     "functions (they run under no_grad) or wrap it in `with torch.no_grad():`"
                 ),
-                scopes=tuple(scope.node for scope in self.tracker.scopes),
+                scopes=_scopes(self.context.ancestors),
                 functions=tuple(
                     n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
                 ),
@@ -346,11 +268,9 @@ class InplaceOnGradTensor(Rule):
 
     def _check_grad_tensor(self, change: InPlace) -> None:
         """Consider one in-place change at the node being visited."""
-        if (
-            self.tracker.lambda_depth
-            or not self.tracker.scopes
-            or self.tracker.scope.kind == "class"
-        ):
+        ancestors = self.context.ancestors
+        scopes = _scopes(ancestors)
+        if _in_lambda(ancestors) or isinstance(scopes[-1], cst.ClassDef):
             return
         target = change.target
         head = target
@@ -358,36 +278,30 @@ class InplaceOnGradTensor(Rule):
             head = head.value
         if not isinstance(head, cst.Name):
             return
-        # Cheap filters first: the head must be `self` or a name this scope knows.
-        if head.value != "self" and head.value not in self.tracker.scope.names:
-            return
-        if self._recording_off() or self._tests_requires_grad():
-            return
+        held = held_tensors(self.context)
+        view = held.view((*ancestors, change.node))
         if isinstance(target, cst.Name):
-            name = target.value
-            if name in self.tracker.scope.blocked or comprehension_binds(
-                self.context.ancestors, name
-            ):
+            if comprehension_binds(ancestors, target.value):
                 return
-            binding = self.tracker.lookup(name)
+            binding = view.lookup(target.value)
         elif isinstance(target, cst.Attribute):
-            binding = self.tracker.tensors.resolve_attribute(target, self.tracker)
+            binding = held.tensors.resolve_attribute(target, view)
         else:
             return
         if binding is None or binding.kind not in ("leaf", "param") or binding.paired:
             return
-        functions = tuple(
-            n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
-        )
+        if self._recording_off() or self._tests_requires_grad():
+            return
+        functions = tuple(n.name.value for n in ancestors if isinstance(n, cst.FunctionDef))
         text = self.context.code(target)
         self._candidates.append(
             _Candidate(
                 node=change.node,
                 message=_message(change, text, binding),
-                scopes=tuple(scope.node for scope in self.tracker.scopes),
+                scopes=scopes,
                 functions=functions,
                 owner=binding.owner or None,
-                classdef=self.tracker.scope.classdef,
+                classdef=view.classdef,
             )
         )
 
@@ -425,7 +339,7 @@ class InplaceOnGradTensor(Rule):
 
     def _maybe_frozen(self, owner: tuple[str, ...], classdef: cst.ClassDef | None) -> bool:
         """Whether a freeze in this file may have turned `requires_grad` off for `owner`."""
-        for freeze in self.tracker.frozen:
+        for freeze in held_tensors(self.context).freezes():
             frozen = freeze.parts
             if frozen == ("*",):
                 return True
@@ -434,13 +348,24 @@ class InplaceOnGradTensor(Rule):
                     if frozen == owner[: len(frozen)] or owner == frozen[: len(owner)]:
                         return True
                 else:
-                    affected = self.tracker.tensors.classes_reached(freeze.start, freeze.parts[1:])
+                    affected = tensor_facts(self.context).classes_reached(
+                        freeze.start, freeze.parts[1:]
+                    )
                     if affected is None or id(classdef) in affected:
                         return True  # an instance of this class may be the frozen one
                 continue
             if frozen == ("self",) or (set(frozen) & set(owner)) - {"self"}:
                 return True
         return False
+
+
+def _scopes(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, ...]:
+    """The module, classes and functions around a node, outermost first."""
+    return tuple(n for n in ancestors if isinstance(n, (cst.Module, cst.ClassDef, cst.FunctionDef)))
+
+
+def _in_lambda(ancestors: Sequence[cst.CSTNode]) -> bool:
+    return any(isinstance(n, cst.Lambda) for n in ancestors)
 
 
 def _message(change: InPlace, text: str, binding: Binding) -> str:

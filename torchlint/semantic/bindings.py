@@ -9,7 +9,7 @@ assignment in the methods of the class and its same-file bases.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -81,6 +81,7 @@ class Reach(Enum):
     FOUND = 1
     AMBIGUOUS = 2  # bound, but not by one plain assignment that surely reaches
     NOT_BOUND = 3  # no binding in the innermost scope: a global or closure variable
+    CHANGED = 4  # changed without a new binding (asked for with `changes`)
 
 
 class Bindings:
@@ -89,6 +90,7 @@ class Bindings:
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self._bound: dict[int, frozenset[str]] = {}
+        self._bound_in_place: dict[int, frozenset[str]] = {}
         self._indexes: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._globals: frozenset[str] | None = None
 
@@ -177,12 +179,22 @@ class Bindings:
         return found
 
     def reaching(
-        self, name: str, where: Where, *, unpacked: bool = False
+        self,
+        name: str,
+        where: Where,
+        *,
+        unpacked: bool = False,
+        in_place: bool = False,
+        changes: Callable[[cst.CSTNode], bool] | None = None,
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None]:
         """The one plain assignment of `name` that reaches the end of `where.path`, if any.
 
         With `unpacked`, `a, b = <expr>` counts too, with the whole `<expr>` as the value of
-        each name it binds: enough to ask what the value was computed from.
+        each name it binds: enough to ask what the value was computed from. With `in_place`,
+        `name += ...` changes the value in place (a tensor) instead of binding a new one.
+        `changes(statement)` says whether a statement changes what `name` holds without
+        binding it (`x.requires_grad_()`); the last such simple statement that reaches comes
+        back as CHANGED, with the statement's path, unless a binding comes after it.
         """
         path = where.path
         assert path is not None
@@ -193,7 +205,9 @@ class Bindings:
                 index = next((k for k, stmt in enumerate(body) if stmt is child), None)
                 if index is None:
                     continue
-                found = self._last_binding(name, body[:index], path[: i + 1], where, unpacked)
+                found = self._last_binding(
+                    name, body[:index], path[: i + 1], where, unpacked, in_place, changes
+                )
                 if found is not None:
                     return found
                 continue
@@ -204,7 +218,7 @@ class Bindings:
             if isinstance(parent, (cst.Lambda, cst.ClassDef)):
                 return Reach.AMBIGUOUS, None, None  # late binding, or a class body
             if isinstance(parent, cst.With):
-                if any(name in self.bound_names(item) for item in parent.items):
+                if any(name in self._names(item, in_place) for item in parent.items):
                     return Reach.AMBIGUOUS, None, None
                 continue
             rebinding = isinstance(parent, _REBINDING_PARENTS) or (
@@ -212,7 +226,7 @@ class Bindings:
             )
             # Loops (a later binding reaches through the back edge), the handlers of a try,
             # comprehensions, match cases: any binding in them may be the one that reaches.
-            if rebinding and name in self.bound_names(parent):
+            if rebinding and name in self._names(parent, in_place):
                 return Reach.AMBIGUOUS, None, None
         return Reach.NOT_BOUND, None, None
 
@@ -223,19 +237,31 @@ class Bindings:
         prefix: tuple[cst.CSTNode, ...],
         where: Where,
         unpacked: bool = False,
+        in_place: bool = False,
+        changes: Callable[[cst.CSTNode], bool] | None = None,
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None] | None:
         """The last binding of `name` among straight-line `statements`; None if there is none."""
         for stmt in reversed(statements):
-            if name not in self.bound_names(stmt):
+            if changes is not None and changes(stmt):
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    return Reach.CHANGED, None, Where((*prefix, stmt), where.scopes, where.cls)
+                return Reach.AMBIGUOUS, None, None  # changed on some paths only
+            if name not in self._names(stmt, in_place):
                 continue
             if isinstance(stmt, cst.With) and not any(
-                name in self.bound_names(item) for item in stmt.items
+                name in self._names(item, in_place) for item in stmt.items
             ):
                 # A `with` body runs straight through: look inside it.
                 inner = statement_list(stmt.body)
                 if inner is not None:
                     found = self._last_binding(
-                        name, inner, (*prefix, stmt, stmt.body), where, unpacked
+                        name,
+                        inner,
+                        (*prefix, stmt, stmt.body),
+                        where,
+                        unpacked,
+                        in_place,
+                        changes,
                     )
                     if found is not None:
                         return found
@@ -253,6 +279,17 @@ class Bindings:
         if cached is None:
             cached = frozenset(name for name, _ in _bindings_in(node))
             self._bound[key] = cached
+        return cached
+
+    def _names(self, node: cst.CSTNode, in_place: bool) -> frozenset[str]:
+        """`bound_names`, without the names only an augmented assignment binds if `in_place`."""
+        if not in_place:
+            return self.bound_names(node)
+        key = id(node)
+        cached = self._bound_in_place.get(key)
+        if cached is None:
+            cached = frozenset(name for name, _ in _bindings_in(node, augmented=False))
+            self._bound_in_place[key] = cached
         return cached
 
     def index(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
@@ -348,14 +385,18 @@ def _assigned_value(
     return None, None
 
 
-def _bindings_in(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
-    """Bindings made by `node` and the code inside it, not inside nested scopes."""
+def _bindings_in(
+    node: cst.CSTNode, *, augmented: bool = True
+) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """Bindings made by `node` and the code inside it, not inside nested scopes (without
+    augmented assignments if not `augmented`)."""
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
         yield node.name.value, None
         return
-    yield from _own_bindings(node)
+    if augmented or not isinstance(node, cst.AugAssign):
+        yield from _own_bindings(node)
     for inner in iter_scope_nodes(node):
-        if type(inner) in _BINDING_NODES:
+        if type(inner) in _BINDING_NODES and (augmented or not isinstance(inner, cst.AugAssign)):
             yield from _own_bindings(inner)
 
 
