@@ -274,23 +274,30 @@ class Bindings:
         return None
 
     def bound_names(self, node: cst.CSTNode) -> frozenset[str]:
-        key = id(node)
-        cached = self._bound.get(key)
+        cached = self._bound.get(id(node))
         if cached is None:
-            cached = frozenset(name for name, _ in _bindings_in(node))
-            self._bound[key] = cached
+            cached = self._fill_bound(node)[0]
         return cached
 
     def _names(self, node: cst.CSTNode, in_place: bool) -> frozenset[str]:
         """`bound_names`, without the names only an augmented assignment binds if `in_place`."""
         if not in_place:
             return self.bound_names(node)
-        key = id(node)
-        cached = self._bound_in_place.get(key)
+        cached = self._bound_in_place.get(id(node))
         if cached is None:
-            cached = frozenset(name for name, _ in _bindings_in(node, augmented=False))
-            self._bound_in_place[key] = cached
+            cached = self._fill_bound(node)[1]
         return cached
+
+    def _fill_bound(self, node: cst.CSTNode) -> tuple[frozenset[str], frozenset[str]]:
+        every: set[str] = set()
+        plain: set[str] = set()
+        for name, _, augmented in _bindings_in(node):
+            every.add(name)
+            if not augmented:
+                plain.add(name)
+        found = frozenset(every), frozenset(plain)
+        self._bound[id(node)], self._bound_in_place[id(node)] = found
+        return found
 
     def index(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """Every binding in a scope by name: the value for plain assignments, else None."""
@@ -353,7 +360,7 @@ def _assigned_value(
     """
     smalls = list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
     for small in reversed(smalls):
-        bindings = sum(1 for bound, _ in _bindings_in(small) if bound == name)
+        bindings = sum(1 for bound, _, _ in _bindings_in(small) if bound == name)
         if not bindings:
             continue
         if isinstance(small, cst.Assign):
@@ -386,18 +393,20 @@ def _assigned_value(
 
 
 def _bindings_in(
-    node: cst.CSTNode, *, augmented: bool = True
-) -> Iterator[tuple[str, cst.BaseExpression | None]]:
-    """Bindings made by `node` and the code inside it, not inside nested scopes (without
-    augmented assignments if not `augmented`)."""
+    node: cst.CSTNode,
+) -> Iterator[tuple[str, cst.BaseExpression | None, bool]]:
+    """Bindings made by `node` and the code inside it, not inside nested scopes, each with
+    whether an augmented assignment makes it."""
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        yield node.name.value, None
+        yield node.name.value, None, False
         return
-    if augmented or not isinstance(node, cst.AugAssign):
-        yield from _own_bindings(node)
+    for name, value in _own_bindings(node):
+        yield name, value, isinstance(node, cst.AugAssign)
     for inner in iter_scope_nodes(node):
-        if type(inner) in _BINDING_NODES and (augmented or not isinstance(inner, cst.AugAssign)):
-            yield from _own_bindings(inner)
+        if type(inner) in _BINDING_NODES:
+            augmented = isinstance(inner, cst.AugAssign)
+            for name, value in _own_bindings(inner):
+                yield name, value, augmented
 
 
 def _own_bindings(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:

@@ -11,6 +11,7 @@ in a closure) is unknown. Also collected here: which parameters a file freezes w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -27,6 +28,8 @@ from torchlint.semantic.bindings import (
 )
 from torchlint.semantic.tensors import Binding, path_parts, tensor_facts, through_loops
 from torchlint.walker import iter_children
+
+_FLAGGED = re.compile(r"\b(\w+)\s*\.\s*requires_grad(?:_\s*\(|\s*=[^=])")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class HeldTensors:
         self.bindings = bindings(context)
         self._held: dict[tuple[str, int, int], Binding | None] = {}
         self._changed: dict[int, frozenset[str]] = {}
+        self._attribute_heads: dict[int, frozenset[str]] = {}
+        self._flagged_names: frozenset[str] | None = None
         self._freezes: list[Freeze] | None = None
 
     def view(self, path: tuple[cst.CSTNode, ...]) -> PointView:
@@ -82,8 +87,25 @@ class HeldTensors:
         return found
 
     def _holds(self, name: str, where: Where) -> Binding | None:
+        # Whether a flag change may come between: a text scan of the file first, so that the
+        # scope's attribute assignments are looked at only for layers and models.
+        flagged = name in self._flagged()
+        found = self._reach(name, where, changes=flagged)
+        if (
+            not flagged
+            and found is not None
+            and found.kind in ("layer", "model", "ref")
+            and name in self._assigned_attribute_heads(where.scopes[0])
+        ):
+            found = self._reach(name, where, changes=True)
+        return found
+
+    def _reach(self, name: str, where: Where, *, changes: bool) -> Binding | None:
         status, value, found_where = self.bindings.reaching(
-            name, where, in_place=True, changes=lambda stmt: name in self._changed_in(stmt)
+            name,
+            where,
+            in_place=True,
+            changes=(lambda stmt: name in self._changed_in(stmt)) if changes else None,
         )
         if status is Reach.FOUND and value is not None and found_where is not None:
             return self.tensors.classify(value, PointView(self, found_where))
@@ -139,6 +161,25 @@ class HeldTensors:
         )
 
     # -- changes without a new binding --------------------------------------------------------
+    def _assigned_attribute_heads(self, scope: cst.CSTNode) -> frozenset[str]:
+        """Names whose attributes a statement of `scope` assigns (`fc.weight = ...`)."""
+        key = id(scope)
+        found = self._attribute_heads.get(key)
+        if found is None:
+            heads = {name.split(".", 1)[0] for name in self.bindings.index(scope) if "." in name}
+            found = self._attribute_heads[key] = frozenset(heads)
+        return found
+
+    def _flagged(self) -> frozenset[str]:
+        """Every name the file calls `requires_grad_(` on or assigns `.requires_grad` of (a
+        text scan)."""
+        if self._flagged_names is None:
+            source = self.context.source
+            self._flagged_names = frozenset(
+                _FLAGGED.findall(source) if "requires_grad" in source else ()
+            )
+        return self._flagged_names
+
     def _changed_in(self, stmt: cst.CSTNode) -> frozenset[str]:
         """Names whose value `stmt` changes without binding it (nested scopes not entered)."""
         key = id(stmt)
