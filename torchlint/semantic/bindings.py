@@ -184,13 +184,15 @@ class Bindings:
         where: Where,
         *,
         unpacked: bool = False,
+        elementwise: bool = False,
         in_place: bool = False,
         changes: Callable[[cst.CSTNode], bool] | None = None,
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None]:
         """The one plain assignment of `name` that reaches the end of `where.path`, if any.
 
         With `unpacked`, `a, b = <expr>` counts too, with the whole `<expr>` as the value of
-        each name it binds: enough to ask what the value was computed from. With `in_place`,
+        each name it binds: enough to ask what the value was computed from. With
+        `elementwise`, `a, b = x, y` gives each name its own element. With `in_place`,
         `name += ...` changes the value in place (a tensor) instead of binding a new one.
         `changes(statement)` says whether a statement changes what `name` holds without
         binding it (`x.requires_grad_()`); the last such simple statement that reaches comes
@@ -206,7 +208,14 @@ class Bindings:
                 if index is None:
                     continue
                 found = self._last_binding(
-                    name, body[:index], path[: i + 1], where, unpacked, in_place, changes
+                    name,
+                    body[:index],
+                    path[: i + 1],
+                    where,
+                    unpacked,
+                    in_place,
+                    changes,
+                    elementwise,
                 )
                 if found is not None:
                     return found
@@ -218,7 +227,7 @@ class Bindings:
             if isinstance(parent, (cst.Lambda, cst.ClassDef)):
                 return Reach.AMBIGUOUS, None, None  # late binding, or a class body
             if isinstance(parent, cst.With):
-                if any(name in self._names(item, in_place) for item in parent.items):
+                if any(name in self.bound_names(item, in_place=in_place) for item in parent.items):
                     return Reach.AMBIGUOUS, None, None
                 continue
             rebinding = isinstance(parent, _REBINDING_PARENTS) or (
@@ -226,7 +235,7 @@ class Bindings:
             )
             # Loops (a later binding reaches through the back edge), the handlers of a try,
             # comprehensions, match cases: any binding in them may be the one that reaches.
-            if rebinding and name in self._names(parent, in_place):
+            if rebinding and name in self.bound_names(parent, in_place=in_place):
                 return Reach.AMBIGUOUS, None, None
         return Reach.NOT_BOUND, None, None
 
@@ -239,6 +248,7 @@ class Bindings:
         unpacked: bool = False,
         in_place: bool = False,
         changes: Callable[[cst.CSTNode], bool] | None = None,
+        elementwise: bool = False,
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None] | None:
         """The last binding of `name` among straight-line `statements`; None if there is none."""
         for stmt in reversed(statements):
@@ -246,10 +256,10 @@ class Bindings:
                 if isinstance(stmt, cst.SimpleStatementLine):
                     return Reach.CHANGED, None, Where((*prefix, stmt), where.scopes, where.cls)
                 return Reach.AMBIGUOUS, None, None  # changed on some paths only
-            if name not in self._names(stmt, in_place):
+            if name not in self.bound_names(stmt, in_place=in_place):
                 continue
             if isinstance(stmt, cst.With) and not any(
-                name in self._names(item, in_place) for item in stmt.items
+                name in self.bound_names(item, in_place=in_place) for item in stmt.items
             ):
                 # A `with` body runs straight through: look inside it.
                 inner = statement_list(stmt.body)
@@ -262,30 +272,26 @@ class Bindings:
                         unpacked,
                         in_place,
                         changes,
+                        elementwise,
                     )
                     if found is not None:
                         return found
                 return Reach.AMBIGUOUS, None, None
-            value, small = _assigned_value(stmt, name, unpacked)
+            value, small = _assigned_value(stmt, name, unpacked, elementwise)
             if value is None or small is None:
                 return Reach.AMBIGUOUS, None, None
             def_path = (*prefix, stmt) if small is stmt else (*prefix, stmt, small)
             return Reach.FOUND, value, Where(def_path, where.scopes, where.cls)
         return None
 
-    def bound_names(self, node: cst.CSTNode) -> frozenset[str]:
-        cached = self._bound.get(id(node))
+    def bound_names(self, node: cst.CSTNode, *, in_place: bool = False) -> frozenset[str]:
+        """Names `node` and the code in it bind (not in nested scopes); with `in_place`,
+        without the names only an augmented assignment binds (it changes a tensor in place)."""
+        cache = self._bound_in_place if in_place else self._bound
+        cached = cache.get(id(node))
         if cached is None:
-            cached = self._fill_bound(node)[0]
-        return cached
-
-    def _names(self, node: cst.CSTNode, in_place: bool) -> frozenset[str]:
-        """`bound_names`, without the names only an augmented assignment binds if `in_place`."""
-        if not in_place:
-            return self.bound_names(node)
-        cached = self._bound_in_place.get(id(node))
-        if cached is None:
-            cached = self._fill_bound(node)[1]
+            every, plain = self._fill_bound(node)
+            cached = plain if in_place else every
         return cached
 
     def _fill_bound(self, node: cst.CSTNode) -> tuple[frozenset[str], frozenset[str]]:
@@ -352,11 +358,12 @@ def statement_list(node: cst.CSTNode) -> list[cst.CSTNode] | None:
 
 
 def _assigned_value(
-    stmt: cst.CSTNode, name: str, unpacked: bool = False
+    stmt: cst.CSTNode, name: str, unpacked: bool = False, elementwise: bool = False
 ) -> tuple[cst.BaseExpression | None, cst.CSTNode | None]:
     """The value and statement of the last binding of `name` in `stmt`, if a plain assignment.
 
-    With `unpacked`, also `a, b = <expr>` (one target, `<expr>` not a literal tuple or list).
+    With `unpacked`, also `a, b = <expr>` (one target, `<expr>` not a literal tuple or list);
+    with `elementwise`, `a, b = x, y` (no starred element) binds `a` to `x`.
     """
     smalls = list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
     for small in reversed(smalls):
@@ -381,6 +388,10 @@ def _assigned_value(
                 )
             ):
                 return small.value, small
+            if elementwise and bindings == 1 and len(small.targets) == 1:
+                element = _element_value(small.targets[0].target, small.value, name)
+                if element is not None:
+                    return element, small
         elif (
             isinstance(small, cst.AnnAssign)
             and small.value is not None
@@ -390,6 +401,25 @@ def _assigned_value(
             return small.value, small
         return None, None
     return None, None
+
+
+def _element_value(
+    target: cst.BaseExpression, value: cst.BaseExpression, name: str
+) -> cst.BaseExpression | None:
+    """`x` for `a` in `a, b = x, y` (same length, nothing starred)."""
+    if not (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+    ):
+        return None
+    for part, item in zip(target.elements, value.elements, strict=True):
+        if isinstance(part, cst.StarredElement) or isinstance(item, cst.StarredElement):
+            return None
+    for part, item in zip(target.elements, value.elements, strict=True):
+        if dotted_name(part.value) == name:
+            return item.value
+    return None
 
 
 def _bindings_in(

@@ -104,6 +104,7 @@ class HeldTensors:
         status, value, found_where = self.bindings.reaching(
             name,
             where,
+            elementwise=True,
             in_place=True,
             changes=(lambda stmt: name in self._changed_in(stmt)) if changes else None,
         )
@@ -129,7 +130,7 @@ class HeldTensors:
                 continue
             if name not in target_names(parent.target):
                 continue
-            if name in self.bindings.bound_names(parent.body):
+            if name in self.bindings.bound_names(parent.body, in_place=True):
                 return None
             at_loop = Where(path[: i + 1], where.scopes, where.cls)
             elements = self.tensors.loop_elements(
