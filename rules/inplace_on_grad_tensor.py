@@ -2,17 +2,88 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import libcst as cst
 
-from torchlint.analysis.grad import (
-    GradTracker,
+from torchlint.analysis.call_args import method_name
+from torchlint.context import FileContext
+from torchlint.names import dotted_name
+from torchlint.rule import Rule
+from torchlint.semantic.bindings import comprehension_binds
+from torchlint.semantic.containers import parameter_names
+from torchlint.semantic.flow import (
+    functions_called_in_no_grad_regions,
+    grad_switched_off_in,
+    in_no_grad_region,
+    recording_at,
+)
+from torchlint.semantic.held_tensors import held_tensors
+from torchlint.semantic.inplace import (
     InPlace,
+    augmented_operator,
     inplace_of_assignment,
     inplace_of_call,
 )
-from torchlint.context import FileContext
-from torchlint.rule import Rule
 from torchlint.semantic.saved_tensors import SAVED_OUTPUT_TOKENS, saved_output
+from torchlint.semantic.tensors import Binding, tensor_facts
+from torchlint.walker import iter_descendants
+
+#: In-place methods without an out-of-place twin (`Tensor.zero` does not exist).
+_NO_OUT_OF_PLACE = frozenset(
+    {
+        "apply_",
+        "cauchy_",
+        "copy_",
+        "exponential_",
+        "fill_",
+        "fill_diagonal_",
+        "geometric_",
+        "log_normal_",
+        "map2_",
+        "map_",
+        "normal_",
+        "random_",
+        "resize_",
+        "resize_as_",
+        "set_",
+        "uniform_",
+        "zero_",
+    }
+)
+
+#: Methods that frameworks call under `torch.no_grad()`: Lightning's evaluation hooks,
+#: transformers' weight initialisation, FSDP / meta-device `reset_parameters`.
+_FRAMEWORK_NO_GRAD_METHODS = frozenset(
+    {
+        "validation_step",
+        "test_step",
+        "predict_step",
+        "on_validation_batch_end",
+        "on_test_batch_end",
+        "on_validation_epoch_end",
+        "on_test_epoch_end",
+        "_init_weights",
+        "_initialize_weights",
+        "init_weights",
+        "initialize_weights",
+        "reset_parameters",
+        "_reset_parameters",
+    }
+)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    node: cst.CSTNode
+    message: str
+    scopes: tuple[cst.CSTNode, ...]
+    functions: tuple[str, ...]
+    #: The module/parameter path whose freezing elsewhere would make this legal, if any.
+    owner: tuple[str, ...] | None
+    classdef: cst.ClassDef | None
 
 
 class InplaceOnGradTensor(Rule):
@@ -85,86 +156,11 @@ class InplaceOnGradTensor(Rule):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
-        self.tracker = GradTracker(context)
-
-    # -- scopes -------------------------------------------------------------------------
-    def visit_Module(self, node: cst.Module) -> None:
-        self.tracker.enter_scope(node)
+        self._candidates: list[_Candidate] = []
 
     def leave_Module(self, node: cst.Module) -> None:
-        for finding in self.tracker.finish():
-            self.report(finding.node, finding.message)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.tracker.enter_scope(node)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.tracker.leave_scope(node)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.tracker.enter_scope(node)
-
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self.tracker.leave_scope(node)
-
-    def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.tracker.lambda_depth += 1
-
-    def leave_Lambda(self, node: cst.Lambda) -> None:
-        self.tracker.lambda_depth -= 1
-
-    def visit_With(self, node: cst.With) -> None:
-        self.tracker.enter_with(node)
-        for item in node.items:
-            if item.asname is not None:
-                self.tracker.bind_target(item.asname.name, None)
-
-    def leave_With(self, node: cst.With) -> None:
-        self.tracker.leave_with(node)
-
-    # -- bindings -----------------------------------------------------------------------
-    def leave_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self.tracker.bind_target(target.target, node.value)
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self.tracker.bind_target(node.target, node.value)
-
-    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.tracker.bind_target(node.target, node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.tracker.bind_loop(node.target, node.iter)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self.tracker.bind_target(node.name.name, None)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self.tracker.bind_target(node.target, None)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.tracker.block_names([item.name.value for item in node.names])
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.tracker.block_names([item.name.value for item in node.names])
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            while isinstance(bound, cst.Attribute):
-                bound = bound.value
-            if isinstance(bound, cst.Name):
-                self.tracker.bind_target(bound, None)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(bound, cst.Name):
-                self.tracker.bind_target(bound, None)
+        for found, message in self._finish():
+            self.report(found, message)
 
     # -- in-place changes ---------------------------------------------------------------
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -176,47 +172,21 @@ class InplaceOnGradTensor(Rule):
                 self._check(inplace_of_assignment(node, target.target, augmented=False))
 
     def visit_Call(self, node: cst.Call) -> None:
-        tracker = self.tracker
-        if tracker.no_grad_depth:
-            tracker.note_call(node)
-        func = node.func
-        if not isinstance(func, cst.Attribute):
-            return
-        method = func.attr.value
-        if method == "requires_grad_":
-            tracker.mark_requires_grad(node)
-        elif method in ("set_grad_enabled", "_set_grad_enabled"):
-            self._grad_switch(node)
-        elif method == "enter_context" and any(
-            word in self.context.code(node) for word in ("no_grad", "inference_mode")
-        ):
-            tracker.grad_switched_off()
-        else:
+        if isinstance(node.func, cst.Attribute):
             self._check(inplace_of_call(node))
-
-    def _grad_switch(self, node: cst.Call) -> None:
-        """A statement-level `torch.set_grad_enabled(<not True>)` switches grad off."""
-        parent = self.context.ancestors[-1] if self.context.ancestors else None
-        if not isinstance(parent, cst.Expr):
-            return  # `with torch.set_grad_enabled(...)` is handled as a block
-        args = node.args
-        if args and isinstance(args[0].value, cst.Name) and args[0].value.value == "True":
-            return
-        self.tracker.grad_switched_off()
 
     def _check(self, change: InPlace | None) -> None:
         if change is not None:
-            self.tracker.check(change)
-            self.tracker.check_init_argument(change)
+            self._check_grad_tensor(change)
+            self._check_init_argument(change)
             self._check_saved(change)
 
     def _check_saved(self, change: InPlace) -> None:
         """An in-place change of an output autograd saved for backward (`sigmoid`, `exp`...)."""
         target = change.target
-        tracker = self.tracker
-        if not isinstance(target, cst.Name) or tracker.no_grad_depth:
-            return
-        if tracker.grad_mode_here() == "off" or tracker.lambda_depth:
+        if not isinstance(target, cst.Name) or in_no_grad_region(
+            self.context, self.context.ancestors
+        ):
             return
         saved = saved_output(self.context, target, (*self.context.ancestors, change.node))
         if saved is None:
@@ -229,3 +199,193 @@ class InplaceOnGradTensor(Rule):
             "needed for gradient computation has been modified by an inplace operation'; "
             f"compute a new tensor instead (`{name} = {name} * ...`, `{name}.clamp(...)`)",
         )
+
+    def _check_init_argument(self, change: InPlace) -> None:
+        """`m.weight.normal_(0, 0.02)` in a function that receives a module `m` to initialise."""
+        target = change.target
+        if (
+            _in_lambda(self.context.ancestors)
+            or not isinstance(target, cst.Attribute)
+            or target.attr.value not in ("weight", "bias")
+            or not isinstance(target.value, cst.Name)
+        ):
+            return
+        function = self.context.enclosing_function()
+        name = target.value.value
+        if function is None or name not in parameter_names(function):
+            return
+        if not self._receives_module(function, name):
+            return
+        if self._recording_off() or self._tests_requires_grad():
+            return
+        text = self.context.code(target)
+        error = "'a leaf Variable that requires grad is being used in an in-place operation'"
+        self._candidates.append(
+            _Candidate(
+                node=change.node,
+                message=(
+                    f"in-place {change.op} on `{text}`, a parameter of the module passed to "
+                    f"{function.name.value}(), raises {error}; use the torch.nn.init "
+                    "functions (they run under no_grad) or wrap it in `with torch.no_grad():`"
+                ),
+                scopes=_scopes(self.context.ancestors),
+                functions=tuple(
+                    n.name.value for n in self.context.ancestors if isinstance(n, cst.FunctionDef)
+                ),
+                owner=None,
+                classdef=None,
+            )
+        )
+
+    def _receives_module(self, function: cst.FunctionDef, name: str) -> bool:
+        """Whether parameter `name` surely holds an `nn.Module`: annotated as one, checked
+        with `isinstance(name, nn.<Layer>)` before use, or the function is given to
+        `.apply(...)`, which calls it on every submodule."""
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                qualified = self.context.qualified_name(param.annotation.annotation) or ""
+                if qualified.startswith("torch.nn."):
+                    return True
+        for node in iter_descendants(function.body):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Name)
+                and node.func.value == "isinstance"
+                and len(node.args) == 2
+                and dotted_name(node.args[0].value) == name
+            ):
+                kinds = node.args[1].value
+                options = (
+                    [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+                )
+                if all(
+                    (self.context.qualified_name(o) or "").startswith("torch.nn.") for o in options
+                ):
+                    return True
+        applied = re.compile(rf"\.apply\(\s*{re.escape(function.name.value)}\s*\)")
+        return applied.search(self.context.source) is not None
+
+    def _check_grad_tensor(self, change: InPlace) -> None:
+        """Consider one in-place change at the node being visited."""
+        ancestors = self.context.ancestors
+        scopes = _scopes(ancestors)
+        if _in_lambda(ancestors) or isinstance(scopes[-1], cst.ClassDef):
+            return
+        target = change.target
+        head = target
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name):
+            return
+        held = held_tensors(self.context)
+        view = held.view((*ancestors, change.node))
+        if isinstance(target, cst.Name):
+            if comprehension_binds(ancestors, target.value):
+                return
+            binding = view.lookup(target.value)
+        elif isinstance(target, cst.Attribute):
+            binding = held.tensors.resolve_attribute(target, view)
+        else:
+            return
+        if binding is None or binding.kind not in ("leaf", "param") or binding.paired:
+            return
+        if self._recording_off() or self._tests_requires_grad():
+            return
+        functions = tuple(n.name.value for n in ancestors if isinstance(n, cst.FunctionDef))
+        text = self.context.code(target)
+        self._candidates.append(
+            _Candidate(
+                node=change.node,
+                message=_message(change, text, binding),
+                scopes=scopes,
+                functions=functions,
+                owner=binding.owner or None,
+                classdef=view.classdef,
+            )
+        )
+
+    def _recording_off(self) -> bool:
+        return recording_at(self.context, self.context.ancestors) == "off"
+
+    def _tests_requires_grad(self) -> bool:
+        """Inside `if p.requires_grad:`-style code: the author already checks the flag."""
+        for node in self.context.ancestors:
+            if isinstance(node, (cst.If, cst.While, cst.IfExp)) and "requires_grad" in (
+                self.context.code(node.test)
+            ):
+                return True
+        return False
+
+    def _finish(self) -> list[tuple[cst.CSTNode, str]]:
+        findings: list[tuple[cst.CSTNode, str]] = []
+        if not self._candidates:
+            return findings
+        called_without_grad = functions_called_in_no_grad_regions(self.context)
+        for candidate in self._candidates:
+            if any(grad_switched_off_in(self.context, scope) for scope in candidate.scopes):
+                continue
+            if any(
+                name in called_without_grad or name in _FRAMEWORK_NO_GRAD_METHODS
+                for name in candidate.functions
+            ):
+                continue
+            if candidate.owner is not None and self._maybe_frozen(
+                candidate.owner, candidate.classdef
+            ):
+                continue
+            findings.append((candidate.node, candidate.message))
+        return findings
+
+    def _maybe_frozen(self, owner: tuple[str, ...], classdef: cst.ClassDef | None) -> bool:
+        """Whether a freeze in this file may have turned `requires_grad` off for `owner`."""
+        for freeze in held_tensors(self.context).freezes():
+            frozen = freeze.parts
+            if frozen == ("*",):
+                return True
+            if owner[0] == "self" and classdef is not None:
+                if freeze.where is classdef and frozen[0] == "self":
+                    if frozen == owner[: len(frozen)] or owner == frozen[: len(owner)]:
+                        return True
+                else:
+                    affected = tensor_facts(self.context).classes_reached(
+                        freeze.start, freeze.parts[1:]
+                    )
+                    if affected is None or id(classdef) in affected:
+                        return True  # an instance of this class may be the frozen one
+                continue
+            if frozen == ("self",) or (set(frozen) & set(owner)) - {"self"}:
+                return True
+        return False
+
+
+def _scopes(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, ...]:
+    """The module, classes and functions around a node, outermost first."""
+    return tuple(n for n in ancestors if isinstance(n, (cst.Module, cst.ClassDef, cst.FunctionDef)))
+
+
+def _in_lambda(ancestors: Sequence[cst.CSTNode]) -> bool:
+    return any(isinstance(n, cst.Lambda) for n in ancestors)
+
+
+def _message(change: InPlace, text: str, binding: Binding) -> str:
+    leaf = "a view of a leaf Variable" if change.view else "a leaf Variable"
+    error = f"'{leaf} that requires grad is being used in an in-place operation'"
+    if binding.kind == "param":
+        return (
+            f"in-place {change.op} on `{text}`, a parameter that requires grad, raises "
+            f"{error}; do the update under `with torch.no_grad():`"
+        )
+    advice = f"{error}; do it under `with torch.no_grad():`"
+    node = change.node
+    if not change.view and isinstance(node, cst.AugAssign):
+        operator = augmented_operator(node).rstrip("=")
+        advice += f" or out of place (`{text} = {text} {operator} ...`)"
+    elif (
+        not change.view
+        and isinstance(node, cst.Call)
+        and (method := method_name(node))
+        and method not in _NO_OUT_OF_PLACE
+    ):
+        advice += f" or out of place (`{text} = {text}.{method[:-1]}(...)`)"
+    return f"in-place {change.op} on `{text}`, a leaf tensor that requires grad, raises {advice}"

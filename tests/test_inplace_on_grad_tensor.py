@@ -58,3 +58,31 @@ def test_method_called_under_no_grad_in_the_same_file() -> None:
         "\n\ndef evaluate(gate):\n    with torch.no_grad():\n        gate.bump(None)\n"
     )
     assert _lines(source) == []
+
+
+def test_names_followed_through_the_binding_model() -> None:
+    source = """
+    import torch
+
+    def sgd(model, lr):
+        for p in model.parameters():
+            p -= lr * p.grad
+
+    def unpacked():
+        a, b = torch.zeros(3, requires_grad=True), torch.zeros(3)
+        a += 1
+
+    def bound_in_a_with_block(path):
+        with open(path) as f:
+            w = torch.zeros(3, requires_grad=True)
+        w += 1
+
+    def rebound_later_in_the_loop(model):
+        for p in model.parameters():
+            p.add_(1)
+            p = p.detach()
+    """
+    # the loop variable stays a parameter through `-=`; `a, b = x, y` binds each name to its
+    # element; a value bound in a `with` block reaches past it; a rebinding in the loop body
+    # leaves the name unknown
+    assert _lines(source) == [6, 10, 15]

@@ -9,7 +9,7 @@ assignment in the methods of the class and its same-file bases.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -21,6 +21,7 @@ from torchlint.semantic.values import unwrap_module_methods
 from torchlint.walker import iter_children, iter_descendants
 
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _REBINDING_PARENTS = (
     cst.For,
     cst.While,
@@ -80,6 +81,7 @@ class Reach(Enum):
     FOUND = 1
     AMBIGUOUS = 2  # bound, but not by one plain assignment that surely reaches
     NOT_BOUND = 3  # no binding in the innermost scope: a global or closure variable
+    CHANGED = 4  # changed without a new binding (asked for with `changes`)
 
 
 class Bindings:
@@ -88,6 +90,7 @@ class Bindings:
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self._bound: dict[int, frozenset[str]] = {}
+        self._bound_in_place: dict[int, frozenset[str]] = {}
         self._indexes: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._globals: frozenset[str] | None = None
 
@@ -176,12 +179,24 @@ class Bindings:
         return found
 
     def reaching(
-        self, name: str, where: Where, *, unpacked: bool = False
+        self,
+        name: str,
+        where: Where,
+        *,
+        unpacked: bool = False,
+        elementwise: bool = False,
+        in_place: bool = False,
+        changes: Callable[[cst.CSTNode], bool] | None = None,
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None]:
         """The one plain assignment of `name` that reaches the end of `where.path`, if any.
 
         With `unpacked`, `a, b = <expr>` counts too, with the whole `<expr>` as the value of
-        each name it binds: enough to ask what the value was computed from.
+        each name it binds: enough to ask what the value was computed from. With
+        `elementwise`, `a, b = x, y` gives each name its own element. With `in_place`,
+        `name += ...` changes the value in place (a tensor) instead of binding a new one.
+        `changes(statement)` says whether a statement changes what `name` holds without
+        binding it (`x.requires_grad_()`); the last such simple statement that reaches comes
+        back as CHANGED, with the statement's path, unless a binding comes after it.
         """
         path = where.path
         assert path is not None
@@ -192,7 +207,16 @@ class Bindings:
                 index = next((k for k, stmt in enumerate(body) if stmt is child), None)
                 if index is None:
                     continue
-                found = self._last_binding(name, body[:index], path[: i + 1], where, unpacked)
+                found = self._last_binding(
+                    name,
+                    body[:index],
+                    path[: i + 1],
+                    where,
+                    unpacked,
+                    in_place,
+                    changes,
+                    elementwise,
+                )
                 if found is not None:
                     return found
                 continue
@@ -203,7 +227,7 @@ class Bindings:
             if isinstance(parent, (cst.Lambda, cst.ClassDef)):
                 return Reach.AMBIGUOUS, None, None  # late binding, or a class body
             if isinstance(parent, cst.With):
-                if any(name in self.bound_names(item) for item in parent.items):
+                if any(name in self.bound_names(item, in_place=in_place) for item in parent.items):
                     return Reach.AMBIGUOUS, None, None
                 continue
             rebinding = isinstance(parent, _REBINDING_PARENTS) or (
@@ -211,7 +235,7 @@ class Bindings:
             )
             # Loops (a later binding reaches through the back edge), the handlers of a try,
             # comprehensions, match cases: any binding in them may be the one that reaches.
-            if rebinding and name in self.bound_names(parent):
+            if rebinding and name in self.bound_names(parent, in_place=in_place):
                 return Reach.AMBIGUOUS, None, None
         return Reach.NOT_BOUND, None, None
 
@@ -222,37 +246,64 @@ class Bindings:
         prefix: tuple[cst.CSTNode, ...],
         where: Where,
         unpacked: bool = False,
+        in_place: bool = False,
+        changes: Callable[[cst.CSTNode], bool] | None = None,
+        elementwise: bool = False,
     ) -> tuple[Reach, cst.BaseExpression | None, Where | None] | None:
         """The last binding of `name` among straight-line `statements`; None if there is none."""
         for stmt in reversed(statements):
-            if name not in self.bound_names(stmt):
+            if changes is not None and changes(stmt):
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    return Reach.CHANGED, None, Where((*prefix, stmt), where.scopes, where.cls)
+                return Reach.AMBIGUOUS, None, None  # changed on some paths only
+            if name not in self.bound_names(stmt, in_place=in_place):
                 continue
             if isinstance(stmt, cst.With) and not any(
-                name in self.bound_names(item) for item in stmt.items
+                name in self.bound_names(item, in_place=in_place) for item in stmt.items
             ):
                 # A `with` body runs straight through: look inside it.
                 inner = statement_list(stmt.body)
                 if inner is not None:
                     found = self._last_binding(
-                        name, inner, (*prefix, stmt, stmt.body), where, unpacked
+                        name,
+                        inner,
+                        (*prefix, stmt, stmt.body),
+                        where,
+                        unpacked,
+                        in_place,
+                        changes,
+                        elementwise,
                     )
                     if found is not None:
                         return found
                 return Reach.AMBIGUOUS, None, None
-            value, small = _assigned_value(stmt, name, unpacked)
+            value, small = _assigned_value(stmt, name, unpacked, elementwise)
             if value is None or small is None:
                 return Reach.AMBIGUOUS, None, None
             def_path = (*prefix, stmt) if small is stmt else (*prefix, stmt, small)
             return Reach.FOUND, value, Where(def_path, where.scopes, where.cls)
         return None
 
-    def bound_names(self, node: cst.CSTNode) -> frozenset[str]:
-        key = id(node)
-        cached = self._bound.get(key)
+    def bound_names(self, node: cst.CSTNode, *, in_place: bool = False) -> frozenset[str]:
+        """Names `node` and the code in it bind (not in nested scopes); with `in_place`,
+        without the names only an augmented assignment binds (it changes a tensor in place)."""
+        cache = self._bound_in_place if in_place else self._bound
+        cached = cache.get(id(node))
         if cached is None:
-            cached = frozenset(name for name, _ in _bindings_in(node))
-            self._bound[key] = cached
+            every, plain = self._fill_bound(node)
+            cached = plain if in_place else every
         return cached
+
+    def _fill_bound(self, node: cst.CSTNode) -> tuple[frozenset[str], frozenset[str]]:
+        every: set[str] = set()
+        plain: set[str] = set()
+        for name, _, augmented in _bindings_in(node):
+            every.add(name)
+            if not augmented:
+                plain.add(name)
+        found = frozenset(every), frozenset(plain)
+        self._bound[id(node)], self._bound_in_place[id(node)] = found
+        return found
 
     def index(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression | None]]:
         """Every binding in a scope by name: the value for plain assignments, else None."""
@@ -307,15 +358,16 @@ def statement_list(node: cst.CSTNode) -> list[cst.CSTNode] | None:
 
 
 def _assigned_value(
-    stmt: cst.CSTNode, name: str, unpacked: bool = False
+    stmt: cst.CSTNode, name: str, unpacked: bool = False, elementwise: bool = False
 ) -> tuple[cst.BaseExpression | None, cst.CSTNode | None]:
     """The value and statement of the last binding of `name` in `stmt`, if a plain assignment.
 
-    With `unpacked`, also `a, b = <expr>` (one target, `<expr>` not a literal tuple or list).
+    With `unpacked`, also `a, b = <expr>` (one target, `<expr>` not a literal tuple or list);
+    with `elementwise`, `a, b = x, y` (no starred element) binds `a` to `x`.
     """
     smalls = list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
     for small in reversed(smalls):
-        bindings = sum(1 for bound, _ in _bindings_in(small) if bound == name)
+        bindings = sum(1 for bound, _, _ in _bindings_in(small) if bound == name)
         if not bindings:
             continue
         if isinstance(small, cst.Assign):
@@ -336,6 +388,10 @@ def _assigned_value(
                 )
             ):
                 return small.value, small
+            if elementwise and bindings == 1 and len(small.targets) == 1:
+                element = _element_value(small.targets[0].target, small.value, name)
+                if element is not None:
+                    return element, small
         elif (
             isinstance(small, cst.AnnAssign)
             and small.value is not None
@@ -347,15 +403,40 @@ def _assigned_value(
     return None, None
 
 
-def _bindings_in(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
-    """Bindings made by `node` and the code inside it, not inside nested scopes."""
+def _element_value(
+    target: cst.BaseExpression, value: cst.BaseExpression, name: str
+) -> cst.BaseExpression | None:
+    """`x` for `a` in `a, b = x, y` (same length, nothing starred)."""
+    if not (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+    ):
+        return None
+    for part, item in zip(target.elements, value.elements, strict=True):
+        if isinstance(part, cst.StarredElement) or isinstance(item, cst.StarredElement):
+            return None
+    for part, item in zip(target.elements, value.elements, strict=True):
+        if dotted_name(part.value) == name:
+            return item.value
+    return None
+
+
+def _bindings_in(
+    node: cst.CSTNode,
+) -> Iterator[tuple[str, cst.BaseExpression | None, bool]]:
+    """Bindings made by `node` and the code inside it, not inside nested scopes, each with
+    whether an augmented assignment makes it."""
     if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        yield node.name.value, None
+        yield node.name.value, None, False
         return
-    yield from _own_bindings(node)
+    for name, value in _own_bindings(node):
+        yield name, value, isinstance(node, cst.AugAssign)
     for inner in iter_scope_nodes(node):
         if type(inner) in _BINDING_NODES:
-            yield from _own_bindings(inner)
+            augmented = isinstance(inner, cst.AugAssign)
+            for name, value in _own_bindings(inner):
+                yield name, value, augmented
 
 
 def _own_bindings(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
@@ -412,6 +493,25 @@ def _target_names(
     name = dotted_name(target)
     if name is not None:
         yield name, value
+
+
+def target_names(target: cst.BaseExpression) -> set[str]:
+    """The plain names an assignment or loop target binds (`a`, `(a, *b)`, `[a, b]`)."""
+    return {name for name, _ in _target_names(target, None) if "." not in name}
+
+
+def comprehension_binds(ancestors: Sequence[cst.CSTNode], name: str) -> bool:
+    """Whether a comprehension around a node (`ancestors`, module first) binds `name`."""
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(node, COMPREHENSIONS):
+            comp: cst.CompFor | None = node.for_in
+            while comp is not None:
+                if name in target_names(comp.target):
+                    return True
+                comp = comp.inner_for_in
+    return False
 
 
 def class_body(classdef: cst.ClassDef) -> list[cst.BaseStatement]:

@@ -7,10 +7,11 @@ runs, and whether `torch.no_grad()` (or a decorator) switches autograd off aroun
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
+from torchlint.analysis.call_args import is_false, is_true
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
 from torchlint.walker import TreeIndex, index_entry, iter_children, iter_descendants
@@ -88,23 +89,174 @@ def functions_called_without_grad(context: FileContext) -> frozenset[str]:
 
 
 def _functions_called_without_grad(context: FileContext) -> frozenset[str]:
-    found: set[str] = set()
+    bodies: list[cst.CSTNode] = []
     for node in iter_descendants(context.module):
-        body: cst.CSTNode | None = None
         if type(node) is cst.With and any(  # exact types: isinstance on ABCs is slow on a miss
             grad_mode_of(context, item.item) is not None for item in node.items
         ):
-            body = node.body
+            bodies.append(node.body)
         elif type(node) is cst.FunctionDef and decorator_grad_mode(context, node):
-            body = node.body
-        if body is None:
-            continue
-        for inner in iter_descendants(body):
-            if type(inner) is cst.Call:
-                name = dotted_name(inner.func)
-                if name is not None:
-                    found.add(name.rsplit(".", 1)[-1])
+            bodies.append(node.body)
+    return _names_called_in(bodies)
+
+
+def _names_called_in(regions: list[cst.CSTNode]) -> frozenset[str]:
+    """Last name parts of the functions called inside `regions`, and of the functions given to
+    `.apply(fn)` there (`model.apply(init_fn)` calls `init_fn` on every submodule)."""
+    found: set[str] = set()
+    for region in regions:
+        for node in iter_descendants(region):
+            if type(node) is not cst.Call:
+                continue
+            func = node.func
+            if isinstance(func, cst.Name):
+                found.add(func.value)
+            elif isinstance(func, cst.Attribute):
+                found.add(func.attr.value)
+                if func.attr.value == "apply" and node.args:
+                    applied = dotted_name(node.args[0].value)
+                    if applied is not None:
+                        found.add(applied.rsplit(".", 1)[-1])
     return frozenset(found)
+
+
+# -- where autograd may not record, erring towards "off" (for checks of in-place changes) --
+
+
+def recording_switch(context: FileContext, expr: cst.BaseExpression) -> str | None:
+    """How a `with` item changes recording: "on" where it surely switches it on
+    (`torch.enable_grad()`, `set_grad_enabled(True)`, `inference_mode(False)`), "off" where it
+    may switch it off (a `no_grad`-like call, a context manager that cannot be seen through,
+    `pytest.raises`: an error is expected there), else None."""
+    if isinstance(expr, cst.Call):
+        if "raises" in (dotted_name(expr.func) or "").lower():
+            return "off"
+        qualified = context.qualified_name(expr.func) or ""
+        flag = expr.args[0].value if expr.args else None
+        if (
+            qualified in GRAD_ON
+            or (qualified.endswith("set_grad_enabled") and is_true(flag))
+            or (qualified in GRAD_OFF and "inference_mode" in qualified and is_false(flag))
+        ):
+            return "on"
+        if grad_mode_of(context, expr) is not None:
+            return "off"
+    elif isinstance(expr, (cst.Name, cst.Attribute)):
+        return "off"
+    return "off" if any(word in context.code(expr) for word in GRAD_SWITCH_WORDS) else None
+
+
+def decorator_recording(context: FileContext, func: cst.FunctionDef) -> str | None:
+    """The first grad-mode switch among a function's decorators: "off", "on" or None."""
+    for decorator in func.decorators:
+        expr = decorator.decorator
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        qualified = context.qualified_name(target) or ""
+        flag = expr.args[0].value if isinstance(expr, cst.Call) and expr.args else None
+        if qualified in GRAD_ON:
+            return "on"
+        if isinstance(expr, cst.Call) and qualified.endswith("set_grad_enabled"):
+            return "on" if is_true(flag) else "off"
+        if qualified in GRAD_OFF:
+            return "on" if is_false(flag) else "off"
+        name = dotted_name(target) or ""
+        if "no_grad" in name or "inference_mode" in name:
+            return "off"
+    return None
+
+
+def recording_at(context: FileContext, ancestors: Sequence[cst.CSTNode]) -> str | None:
+    """The innermost grad-mode switch around a node (`ancestors`, module first): "off", "on"
+    or None. A lambda counts as "off": it runs whenever it is called."""
+    for node in reversed(ancestors):
+        if isinstance(node, cst.With):
+            modes = {recording_switch(context, item.item) for item in node.items}
+            if "off" in modes:
+                return "off"
+            if "on" in modes:
+                return "on"
+        elif isinstance(node, cst.FunctionDef):
+            mode = decorator_recording(context, node)
+            if mode is not None:
+                return mode
+        elif isinstance(node, cst.Lambda):
+            return "off"
+    return None
+
+
+def in_no_grad_region(context: FileContext, ancestors: Sequence[cst.CSTNode]) -> bool:
+    """Whether any `with` block or decorated function around a node may switch recording off,
+    or the node is in a lambda (whatever switches it back on inside)."""
+    return any(
+        isinstance(node, cst.Lambda)
+        or (
+            isinstance(node, cst.With)
+            and any(recording_switch(context, item.item) == "off" for item in node.items)
+        )
+        or (isinstance(node, cst.FunctionDef) and decorator_recording(context, node) == "off")
+        for node in ancestors
+    )
+
+
+def functions_called_in_no_grad_regions(context: FileContext) -> frozenset[str]:
+    """Like `functions_called_without_grad`, with every region `in_no_grad_region` counts
+    (wrappers that cannot be seen through included)."""
+    return context.shared(_functions_called_in_no_grad_regions)
+
+
+def _functions_called_in_no_grad_regions(context: FileContext) -> frozenset[str]:
+    regions: list[cst.CSTNode] = []
+    for node in iter_descendants(context.module):
+        if (
+            isinstance(node, cst.With)
+            and any(recording_switch(context, item.item) == "off" for item in node.items)
+        ) or (isinstance(node, cst.FunctionDef) and decorator_recording(context, node) == "off"):
+            regions.append(node)
+    return _names_called_in(regions)
+
+
+def grad_switched_off_in(context: FileContext, scope: cst.CSTNode) -> bool:
+    """Whether autograd may be off in all of `scope` (a module, function or class): a
+    statement in it (not in nested functions or classes) runs `<...>.set_grad_enabled(<not
+    True>)` or `<stack>.enter_context(<no_grad or inference_mode>)`, or it is a subclass of
+    `torch.autograd.Function` (whose `forward` runs without recording)."""
+    known = context.shared(_GradOffScopes).known
+    key = id(scope)
+    if key not in known:
+        known[key] = _grad_switched_off_in(context, scope)
+    return known[key]
+
+
+class _GradOffScopes:
+    def __init__(self, context: FileContext) -> None:
+        self.known: dict[int, bool] = {}
+
+
+def _grad_switched_off_in(context: FileContext, scope: cst.CSTNode) -> bool:
+    if isinstance(scope, cst.ClassDef):
+        for base in scope.bases:
+            name = context.qualified_name(base.value) or dotted_name(base.value) or ""
+            if name.endswith("Function") and "nn" not in name.split("."):
+                return True
+    stack: list[tuple[cst.CSTNode, cst.CSTNode]] = [
+        (child, scope) for child in iter_children(scope)
+    ]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            method = node.func.attr.value
+            if method in ("set_grad_enabled", "_set_grad_enabled") and isinstance(parent, cst.Expr):
+                flag = node.args[0].value if node.args else None
+                if not (isinstance(flag, cst.Name) and flag.value == "True"):
+                    return True
+            if method == "enter_context" and any(
+                word in context.code(node) for word in ("no_grad", "inference_mode")
+            ):
+                return True
+        stack.extend((child, node) for child in iter_children(node))
+    return False
 
 
 def names_in(expr: cst.CSTNode) -> set[str]:

@@ -9,6 +9,7 @@ of a `NameView`, so the same facts serve a walk that tracks names in source orde
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,6 +18,8 @@ import libcst as cst
 from torchlint.analysis.call_args import is_false, is_true, keyword, method_name, positional
 from torchlint.context import FileContext
 from torchlint.names import dotted_name
+from torchlint.semantic.bindings import COMPREHENSIONS, target_names
+from torchlint.semantic.containers import parameter_names
 from torchlint.walker import iter_descendants
 
 _PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
@@ -317,6 +320,98 @@ class TensorFacts:
                 cached[attr] = Binding("param")
         return cached
 
+    def loop_elements(
+        self,
+        target: cst.BaseExpression,
+        iterable: cst.BaseExpression,
+        view: NameView,
+        *,
+        optimizer_step: bool = False,
+    ) -> list[tuple[cst.BaseExpression, Binding | None]]:
+        """(target part, what it receives) for `for target in iterable`.
+
+        `optimizer_step`: the loop is in an undecorated method of an optimizer class, where
+        `self.param_groups` holds the parameter groups.
+        """
+        if optimizer_step and dotted_name(iterable) == "self.param_groups":
+            return [(target, Binding("param_group"))]
+        source = self.classify(iterable, view)
+        if source is not None and source.kind == "params":
+            return [(target, Binding("param", owner=source.owner))]
+        if source is not None and source.kind == "named_params":
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+                first, second = (e.value for e in target.elements)
+                return [(first, None), (second, Binding("param", owner=source.owner))]
+            return [(target, None)]
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            builtin = iterable.func.value
+            args = positional(iterable)
+            parts = (
+                [e.value for e in target.elements]
+                if isinstance(target, (cst.Tuple, cst.List))
+                else None
+            )
+            if builtin == "enumerate" and len(args) == 1 and parts is not None and len(parts) == 2:
+                inner = self.loop_elements(
+                    parts[1], args[0].value, view, optimizer_step=optimizer_step
+                )
+                return [(parts[0], None), *inner]
+            if (
+                builtin == "zip"
+                and parts is not None
+                and len(parts) == len(args) == len(iterable.args)
+            ):
+                kinds = [self.classify(a.value, view) for a in args]
+                sources = sum(k is not None and k.kind == "params" for k in kinds)
+                found: list[tuple[cst.BaseExpression, Binding | None]] = []
+                for part, kind in zip(parts, kinds, strict=True):
+                    if kind is not None and kind.kind == "params" and isinstance(part, cst.Name):
+                        found.append((part, Binding("param", owner=kind.owner, paired=sources > 1)))
+                    else:
+                        found.append((part, None))
+                return found
+        return [(target, None)]
+
+    def classes_reached(
+        self, start: Binding | None, attrs: tuple[str, ...]
+    ) -> frozenset[int] | None:
+        """Ids of the same-file module classes whose parameters `<start>.<attrs>` may own.
+
+        The class reached and, through its submodule attributes, the classes nested in it;
+        None when the object is unknown (it may be an instance of any class).
+        """
+        current = start
+        if current is not None and current.kind in ("fresh", "leaf", "param"):
+            return frozenset()  # a tensor, not a module
+        for attr in attrs:
+            if current is None:
+                return None
+            if current.kind == "layer":
+                return frozenset()
+            if current.kind != "model" or current.classdef is None:
+                return None
+            member = self.class_members(current.classdef).get(attr)
+            if member is not None and member.kind in ("leaf", "param"):
+                return frozenset({id(current.classdef)})
+            current = member
+        if current is None:
+            return None
+        if current.kind == "layer":
+            return frozenset()
+        if current.kind != "model" or current.classdef is None:
+            return None
+        found: set[int] = set()
+        pending = [current.classdef]
+        while pending:
+            classdef = pending.pop()
+            if id(classdef) in found:
+                continue
+            found.add(id(classdef))
+            for member in self.class_members(classdef).values():
+                if member.kind == "model" and member.classdef is not None:
+                    pending.append(member.classdef)
+        return frozenset(found)
+
     def classify_member(self, value: cst.BaseExpression) -> Binding | None:
         if not isinstance(value, cst.Call):
             return None
@@ -369,6 +464,47 @@ def path_parts(expr: cst.BaseExpression) -> tuple[str, ...] | None:
             return tuple(reversed(parts))
         else:
             return None
+
+
+def through_loops(
+    parts: tuple[str, ...], ancestors: Sequence[cst.CSTNode]
+) -> tuple[str, ...] | None:
+    """An attribute path with a loop variable replaced by the module it walks: `p` bound by
+    `for p in model.parameters()` gives `("model",)`. None when what the variable holds
+    cannot be named (`zip(a, b)`, a function parameter)."""
+    for _ in range(8):
+        head = parts[0]
+        source = None
+        for node in reversed(ancestors):
+            if isinstance(node, cst.For) and head in target_names(node.target):
+                source = node.iter
+                break
+            if isinstance(node, COMPREHENSIONS):
+                comp: cst.CompFor | None = node.for_in
+                while comp is not None and source is None:
+                    if head in target_names(comp.target):
+                        source = comp.iter
+                    comp = comp.inner_for_in
+                if source is not None:
+                    break
+            if isinstance(node, cst.FunctionDef):
+                if head in parameter_names(node) and head != "self":
+                    return None  # a helper freezing whatever it is given
+                break
+        if source is None:
+            return parts
+        while isinstance(source, cst.Call) and isinstance(source.func, cst.Name):
+            args = positional(source)
+            if len(args) != 1:
+                return None  # zip(a, b): which one is meant is unclear
+            source = args[0].value  # enumerate(...), list(...), zip(a, ...)
+        base = path_parts(source)
+        if base is None:
+            return None
+        if isinstance(source, cst.Call) and len(base) > 1:
+            base = base[:-1]  # `model.parameters()` -> model
+        parts = base + parts[1:]
+    return None
 
 
 def _is_params_key(sub: cst.Subscript) -> bool:
