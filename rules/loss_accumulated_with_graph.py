@@ -10,6 +10,7 @@ from torchlint.context import FileContext
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
 from torchlint.scope_rule import LoopScopeRule, method_class
+from torchlint.semantic.bindings import Where, bindings
 from torchlint.semantic.flow import ScopeIndex, names_in, scope_index
 from torchlint.semantic.training import (
     directly_backwarded,
@@ -124,7 +125,6 @@ class LossAccumulatedWithGraph(LoopScopeRule):
         fed = fed_to_backward(
             index, [c for c in index.calls if is_autograd_backward(self.context, c)]
         )
-        bindings = _Bindings(index)
         for acc in accumulations:
             loop = index.loop_of(acc.node)
             if loop is None or acc.accumulator in fed or acc.accumulator == acc.loss.value:
@@ -132,17 +132,15 @@ class LossAccumulatedWithGraph(LoopScopeRule):
             loop_backwards = [b for b in backwards if index.in_body(loop, b)]
             if not loop_backwards or index.grad_mode(acc.node) is not None:
                 continue
-            if not bindings.carries(acc.loss.value, acc.node, loop, loop_backwards):
-                continue
-            self._report(index, acc, loop_backwards, bindings, loop)
+            losses = _Losses(index, loop, loop_backwards)
+            if losses.carries(acc.loss.value, losses.where(acc.node)):
+                self._report(index, acc, loop_backwards)
 
     def _report(
         self,
         index: ScopeIndex,
         acc: _Accumulation,
         loop_backwards: list[cst.Call],
-        bindings: _Bindings,
-        loop: cst.For | cst.While,
     ) -> None:
         loss = acc.loss.value
         if not acc.augmented:
@@ -158,7 +156,7 @@ class LossAccumulatedWithGraph(LoopScopeRule):
             if not acc.chained
             and acc.text == acc.accumulator
             and _is_number(index, acc.accumulator)
-            and bindings.is_scalar(loss, loop_backwards)
+            and _is_scalar(loss, loop_backwards)
             else "detach"
         )
         replacement = f"{loss}.{method}()"
@@ -366,125 +364,70 @@ def _detached(value: cst.BaseExpression) -> bool:
         value = func.value
 
 
-class _Bindings:
-    """Where each plain name is bound in the scope, in source order."""
+class _Losses:
+    """Which names hold a graph-carrying loss in one iteration of a loop that runs a backward
+    pass, from the definitions the binding model says may reach each use."""
 
-    def __init__(self, index: ScopeIndex) -> None:
-        self.index = index
-        self.sites: dict[str, list[tuple[int, cst.CSTNode, cst.BaseExpression | None]]] = {}
-        for node in index.nodes:
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
-                    self._bind(node, target.target, node.value)
-            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
-                self._bind(node, node.target, node.value)
-            elif isinstance(node, cst.AugAssign):
-                if isinstance(node.target, cst.Name):
-                    # `loss += aux`: carries what `loss + aux` carries
-                    combined = cst.BinaryOperation(node.target, cst.Add(), node.value)
-                    self._add(node.target.value, node, combined)
-            elif isinstance(node, cst.For):
-                self._bind(node, node.target, None)
-            elif isinstance(node, cst.With):
-                for item in node.items:
-                    if item.asname is not None:
-                        self._bind(node, item.asname.name, None)
-
-    def _bind(
-        self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression | None
+    def __init__(
+        self, index: ScopeIndex, loop: cst.For | cst.While, loop_backwards: list[cst.Call]
     ) -> None:
-        if isinstance(target, cst.Name):
-            self._add(target.value, node, value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            values = (
-                [e.value for e in value.elements]
-                if isinstance(value, (cst.Tuple, cst.List))
-                and len(value.elements) == len(target.elements)
-                else [None] * len(target.elements)
-            )
-            for element, element_value in zip(target.elements, values, strict=True):
-                self._bind(node, element.value, element_value)
+        self.index = index
+        self.loop = loop
+        self.loop_backwards = loop_backwards
+        self.bindings = bindings(index.context)
 
-    def _add(self, name: str, node: cst.CSTNode, value: cst.BaseExpression | None) -> None:
-        self.sites.setdefault(name, []).append((self.index.order(node), node, value))
+    def where(self, node: cst.CSTNode) -> Where:
+        """The evaluation point at `node` (a node of the scope)."""
+        down = [parent for _, parent in self.index.chain(node)]
+        return self.bindings.where((*self.index.context.ancestors, *reversed(down), node))
 
-    def last_before(
-        self, name: str, at: cst.CSTNode, loop: cst.For | cst.While
-    ) -> tuple[cst.CSTNode, cst.BaseExpression | None] | None:
-        """The binding of `name` in `loop`'s body that reaches `at` (the last one before it)."""
-        position = self.index.order(at)
-        found = None
-        for order, node, value in self.sites.get(name, ()):
-            if order < position and self.index.in_body(loop, node):
-                found = (node, value)
-        return found
-
-    def carries(
-        self,
-        name: str,
-        at: cst.CSTNode,
-        loop: cst.For | cst.While,
-        loop_backwards: list[cst.Call],
-        depth: int = 3,
-    ) -> bool:
-        """Whether `name` holds a graph-carrying loss at `at` (bound in this loop iteration)."""
-        binding = self.last_before(name, at, loop)
-        if binding is None or depth == 0:
+    def carries(self, name: str, where: Where, depth: int = 3) -> bool:
+        """Whether `name` may hold a graph-carrying loss at `where`, bound in this iteration
+        (not under `no_grad`, not detached)."""
+        if depth == 0:
             return False
-        node, value = binding
-        if self.index.grad_mode(node) is not None:
-            return False
-        if value is not None:
-            if _detached(value):
-                return False
-            if self._carrying_expression(value, node, loop, loop_backwards, depth):
-                return True
-        return any(name in directly_backwarded(call) for call in loop_backwards)
+        reaching = self.bindings.definitions(name, where, within=self.loop)
+        live = [
+            d
+            for d in reaching.found
+            if self.index.grad_mode(d.node) is None and (d.value is None or not _detached(d.value))
+        ]
+        if any(d.value is not None and self._carrying(d.value, d.where, depth) for d in live):
+            return True
+        return bool(live) and any(name in directly_backwarded(c) for c in self.loop_backwards)
 
-    def _carrying_expression(
-        self,
-        value: cst.BaseExpression,
-        at: cst.CSTNode,
-        loop: cst.For | cst.While,
-        loop_backwards: list[cst.Call],
-        depth: int,
-    ) -> bool:
-        context = self.index.context
+    def _carrying(self, value: cst.BaseExpression, where: Where, depth: int) -> bool:
         if isinstance(value, cst.Call):
-            if is_loss_call(context, value):
+            if is_loss_call(self.index.context, value):
                 return True
             func = value.func
             if isinstance(func, cst.Attribute) and func.attr.value in _KEEPING_METHODS:
-                return self._carrying_expression(func.value, at, loop, loop_backwards, depth)
+                return self._carrying(func.value, where, depth)
             return False
         if isinstance(value, cst.Name):
-            return self.carries(value.value, at, loop, loop_backwards, depth - 1)
+            return self.carries(value.value, where, depth - 1)
         if isinstance(value, cst.Attribute):
             # `outputs.loss` of a model output (Hugging Face style)
             return value.attr.value == "loss" and isinstance(value.value, cst.Name)
         if isinstance(value, cst.BinaryOperation):
-            return any(
-                self._carrying_expression(side, at, loop, loop_backwards, depth)
-                for side in (value.left, value.right)
-            )
+            return any(self._carrying(side, where, depth) for side in (value.left, value.right))
         return False
 
-    def is_scalar(self, name: str, loop_backwards: list[cst.Call]) -> bool:
-        """`name` is surely a one-element tensor: a backward pass without a `gradient`
-        argument is run on it (`loss.backward()`, `scaler.scale(loss).backward()`,
-        `accelerator.backward(loss)`)."""
-        for call in loop_backwards:
-            if name not in directly_backwarded(call):
-                continue
-            positional = [arg for arg in call.args if arg.keyword is None]
-            if any(
-                arg.keyword is not None and arg.keyword.value == "gradient" for arg in call.args
-            ):
-                continue
-            on_receiver = isinstance(call.func, cst.Attribute) and name in _receiver_names(call)
-            if (on_receiver and not positional) or (not on_receiver and len(positional) == 1):
-                return True
-        return False
+
+def _is_scalar(name: str, loop_backwards: list[cst.Call]) -> bool:
+    """`name` is surely a one-element tensor: a backward pass without a `gradient` argument
+    is run on it (`loss.backward()`, `scaler.scale(loss).backward()`,
+    `accelerator.backward(loss)`)."""
+    for call in loop_backwards:
+        if name not in directly_backwarded(call):
+            continue
+        positional = [arg for arg in call.args if arg.keyword is None]
+        if any(arg.keyword is not None and arg.keyword.value == "gradient" for arg in call.args):
+            continue
+        on_receiver = isinstance(call.func, cst.Attribute) and name in _receiver_names(call)
+        if (on_receiver and not positional) or (not on_receiver and len(positional) == 1):
+            return True
+    return False
 
 
 def _receiver_names(call: cst.Call) -> set[str]:

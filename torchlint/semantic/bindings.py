@@ -4,7 +4,8 @@ Every rule that follows values asks this one per-file model instead of tracking 
 itself. A name resolves to the single plain assignment that surely reaches its use in
 straight-line code; a name bound on another branch, later in a loop, by unpacking, `global`
 or an import is ambiguous, and ambiguous is never guessed. `self.<attr>` resolves to every
-assignment in the methods of the class and its same-file bases.
+assignment in the methods of the class and its same-file bases. A rule that needs every value a
+name may hold (one per branch of an `if`) asks `Bindings.definitions` instead.
 """
 
 from __future__ import annotations
@@ -84,6 +85,31 @@ class Reach(Enum):
     CHANGED = 4  # changed without a new binding (asked for with `changes`)
 
 
+@dataclass(frozen=True)
+class Definition:
+    """One binding of a name: its value (None when bound without one plain value: a loop
+    target, `with ... as`, unpacking, an import) and where that value is evaluated (the path
+    ends at the binding statement)."""
+
+    value: cst.BaseExpression | None
+    where: Where
+
+    @property
+    def node(self) -> cst.CSTNode:
+        """The statement (or loop, `with`) that makes the binding."""
+        assert self.where.path is not None
+        return self.where.path[-1]
+
+
+@dataclass(frozen=True)
+class Definitions:
+    """The definitions that may reach a point, and whether the name may also still hold
+    what it held before (`within`'s start or the scope's start: no binding on some path)."""
+
+    found: tuple[Definition, ...]
+    before: bool
+
+
 class Bindings:
     """The file's scopes and bindings; every answer is cached for the other rules."""
 
@@ -93,6 +119,7 @@ class Bindings:
         self._bound_in_place: dict[int, frozenset[str]] = {}
         self._indexes: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._globals: frozenset[str] | None = None
+        self._augmented: dict[int, cst.BinaryOperation] = {}
 
     def top_level_function(self, name: str) -> cst.FunctionDef | None:
         """The module-level `def name` when it is the name's only top-level binding."""
@@ -239,6 +266,176 @@ class Bindings:
                 return Reach.AMBIGUOUS, None, None
         return Reach.NOT_BOUND, None, None
 
+    def definitions(
+        self, name: str, where: Where, *, within: cst.CSTNode | None = None
+    ) -> Definitions:
+        """Every definition of `name` that may reach the end of `where.path`.
+
+        Unlike `reaching`, nothing is ambiguous: a name bound on both branches of an `if`
+        gets both definitions, one bound in a loop body gets the binding that reaches through
+        the back edge too, one bound in a `try` body may reach its handlers. `name op= value`
+        defines `name` as `name op value` (evaluated at the augmented assignment, so `name`
+        there is the definition before it). With `within` (a loop or block on the path), only
+        definitions inside it count: the walk stops at its start, so for a loop body this is
+        "bound in this iteration". After `del name` nothing reaches; `break`, `continue`,
+        `return` and `raise` are not followed (a definition they skip is still counted).
+        """
+        path = where.path
+        assert path is not None
+        found: list[Definition] = []
+        for i in range(len(path) - 2, -1, -1):
+            parent, child = path[i], path[i + 1]
+            body = statement_list(parent)
+            if body is not None:
+                index = next((k for k, stmt in enumerate(body) if stmt is child), None)
+                if index is None:
+                    continue
+                passes = self._flow_statements(name, body[:index], path[: i + 1], where, found)
+                if not passes:
+                    return _collected(found, False)
+                continue
+            if parent is within or isinstance(parent, (*SCOPE_NODES, cst.Module)):
+                return _collected(found, True)
+            if (
+                isinstance(parent, cst.For)
+                and child is parent.body
+                and name in target_names(parent.target)
+            ):
+                found.append(self._definition(parent, None, path[:i], where))
+                return _collected(found, False)
+            if isinstance(parent, (cst.For, cst.While)) and child is parent.body:
+                # what the end of the previous iteration left
+                self._flow_statements(name, [parent.body], (*path[:i], parent), where, found)
+            elif isinstance(parent, COMPREHENSIONS) and name in self.bound_names(parent):
+                found.append(self._definition(parent, None, path[:i], where))
+                return _collected(found, False)
+            elif isinstance(parent, cst.With) and any(
+                name in self.bound_names(item) for item in parent.items
+            ):
+                found.append(self._definition(parent, None, path[:i], where))
+                return _collected(found, False)
+            elif (
+                isinstance(parent, (cst.ExceptHandler, cst.ExceptStarHandler))
+                and parent.name is not None
+                and name in target_names(parent.name.name)
+            ):
+                found.append(self._definition(parent, None, path[:i], where))
+                return _collected(found, False)
+            elif isinstance(parent, (cst.Try, cst.TryStar)) and child is not parent.body:
+                # a handler, `else` or `finally` may follow any part of the body
+                self._flow_statements(name, [parent.body], (*path[:i], parent), where, found)
+        return _collected(found, True)
+
+    def _flow_statements(
+        self,
+        name: str,
+        statements: Sequence[cst.CSTNode],
+        prefix: tuple[cst.CSTNode, ...],
+        where: Where,
+        found: list[Definition],
+    ) -> bool:
+        """Adds the definitions of `name` that may flow out of the end of `statements` (run
+        in order, their parent last in `prefix`); whether some path through them binds none."""
+        for stmt in reversed(statements):
+            if name not in self.bound_names(stmt):
+                continue
+            if not self._flow_statement(name, stmt, prefix, where, found):
+                return False
+        return True
+
+    def _flow_statement(
+        self,
+        name: str,
+        stmt: cst.CSTNode,
+        prefix: tuple[cst.CSTNode, ...],
+        where: Where,
+        found: list[Definition],
+    ) -> bool:
+        """`_flow_statements` for one statement that binds `name` somewhere inside."""
+        inner = (*prefix, stmt)
+        block = statement_list(stmt)
+        if block is not None and not isinstance(stmt, cst.Module):
+            return self._flow_statements(name, block, inner, where, found)
+        if isinstance(stmt, cst.Del):
+            return False  # unbound after it: nothing reaches
+        if isinstance(stmt, cst.BaseSmallStatement):
+            found.append(self._definition(stmt, self._small_value(stmt, name), prefix, where))
+            return False
+        if isinstance(stmt, cst.If):
+            passes = self._flow_statements(name, [stmt.body], inner, where, found)
+            if stmt.orelse is None:
+                passes = True
+            elif isinstance(stmt.orelse, cst.If):
+                passes = self._flow_statement(name, stmt.orelse, inner, where, found) or passes
+            else:
+                orelse = (*inner, stmt.orelse)
+                passes = (
+                    self._flow_statements(name, [stmt.orelse.body], orelse, where, found) or passes
+                )
+            if passes and name in self.bound_names(stmt.test):
+                found.append(self._definition(stmt, None, prefix, where))  # a walrus
+                return False
+            return passes
+        if isinstance(stmt, (cst.For, cst.While)):
+            # the body may run zero times, or stop anywhere with `break`
+            if stmt.orelse is not None:
+                orelse = (*inner, stmt.orelse)
+                self._flow_statements(name, [stmt.orelse.body], orelse, where, found)
+            self._flow_statements(name, [stmt.body], inner, where, found)
+            if isinstance(stmt, cst.For) and name in target_names(stmt.target):
+                found.append(self._definition(stmt, None, prefix, where))
+            return True
+        if isinstance(stmt, cst.With):
+            if self._flow_statements(name, [stmt.body], inner, where, found):
+                if any(name in self.bound_names(item) for item in stmt.items):
+                    found.append(self._definition(stmt, None, prefix, where))
+                    return False
+                return True
+            return False
+        if isinstance(stmt, (cst.Try, cst.TryStar)):
+            if stmt.finalbody is not None and not self._flow_statements(
+                name, [stmt.finalbody.body], (*inner, stmt.finalbody), where, found
+            ):
+                return False
+            passes = True
+            if stmt.orelse is not None:
+                orelse = (*inner, stmt.orelse)
+                passes = self._flow_statements(name, [stmt.orelse.body], orelse, where, found)
+            if passes:
+                passes = self._flow_statements(name, [stmt.body], inner, where, found)
+            for handler in stmt.handlers:
+                handled = (*inner, handler)
+                if self._flow_statements(name, [handler.body], handled, where, found):
+                    passes = True  # the body may have stopped before binding
+            return passes
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            found.append(self._definition(stmt, None, prefix, where))
+            return False
+        # `match` and anything else: some binding inside, followed no further
+        found.append(self._definition(stmt, None, prefix, where))
+        return True
+
+    def _small_value(self, small: cst.BaseSmallStatement, name: str) -> cst.BaseExpression | None:
+        """What a simple statement binding `name` gives it (see `definitions`)."""
+        if isinstance(small, cst.AugAssign) and dotted_name(small.target) == name:
+            combined = self._augmented.get(id(small))
+            if combined is None:
+                operator = getattr(cst, type(small.operator).__name__.removesuffix("Assign"))
+                combined = cst.BinaryOperation(small.target, operator(), small.value)
+                self._augmented[id(small)] = combined
+            return combined
+        value, _ = _assigned_value(small, name, elementwise=True)
+        return value
+
+    def _definition(
+        self,
+        node: cst.CSTNode,
+        value: cst.BaseExpression | None,
+        prefix: tuple[cst.CSTNode, ...],
+        where: Where,
+    ) -> Definition:
+        return Definition(value, Where((*prefix, node), where.scopes, where.cls))
+
     def _last_binding(
         self,
         name: str,
@@ -333,6 +530,14 @@ class Bindings:
 def bindings(context: FileContext) -> Bindings:
     """The file's one shared binding model."""
     return context.shared(Bindings)
+
+
+def _collected(found: list[Definition], before: bool) -> Definitions:
+    """The definitions, each once (the back edge of a loop meets some twice), in order."""
+    unique: dict[int, Definition] = {}
+    for definition in found:
+        unique.setdefault(id(definition.node), definition)
+    return Definitions(tuple(unique.values()), before)
 
 
 def where_from_path(path: tuple[cst.CSTNode, ...], module: cst.Module) -> Where:
