@@ -137,3 +137,18 @@ def test_del_and_exception_names() -> None:
         use(x)
     """
     assert _values(_definitions(source)) == [None]
+
+
+def test_every_augmented_operator_becomes_its_binary_operation() -> None:
+    assert _values(_definitions("x = a\nx -= b\nuse(x)\n")) == ["x - b"]
+    assert _values(_definitions("x = a\nx //= b\nuse(x)\n")) == ["x // b"]
+
+
+def test_a_while_loop_body_may_run_zero_times() -> None:
+    source = """
+    x = 0
+    while more():
+        x = step(x)
+    use(x)
+    """
+    assert sorted(_values(_definitions(source))) == ["0", "step(x)"]
