@@ -62,6 +62,8 @@ _MODULE_COPIES = frozenset(
         "torch.nn.utils.parametrizations.orthogonal",
     }
 )
+#: What a helper's call back into itself (directly or not) returns: nothing its other returns don't.
+_RECURSION = "recursion"
 # Builtins that build a container from their argument.
 _BUILDERS = {"list": "list", "tuple": "tuple", "dict": "dict", "set": "set"}
 # `self.x.<method>(value)`: which argument is added, and whether it is one element or many.
@@ -88,6 +90,8 @@ class ContainerContents:
         self.context = context
         self.classdef = classdef
         self._names: dict[int, tuple[Counter[str], Counter[str]]] = {}
+        #: Helpers whose returns are being followed (a recursive helper adds nothing).
+        self._following: set[int] = set()
 
     def plain_kind(
         self, value: cst.BaseExpression, method: cst.FunctionDef, local: bool = True
@@ -122,13 +126,27 @@ class ContainerContents:
             if found is not None:
                 return self.plain_kind(found[0], method, False)
         if isinstance(value, cst.Call) and local:
-            kinds = {self.plain_kind(v, helper) for v, helper in self._helper_returns(value)}
+            kinds = {self._returned_kind(v, helper) for v, helper in self._helper_returns(value)}
+            if len(kinds) > 1:
+                kinds.discard(_RECURSION)  # returns what its other returns give
             if len(kinds) == 1:
-                return kinds.pop()
+                kind = kinds.pop()
+                return None if kind == _RECURSION and not self._following else kind
             imported = self._imported_factory(value)
             if imported is not None:
                 return imported[0]
         return None
+
+    def _returned_kind(self, value: cst.BaseExpression, helper: cst.FunctionDef) -> str | None:
+        """`plain_kind` of a helper's return value; `_RECURSION` for a call back into a
+        helper whose returns are being followed."""
+        if id(helper) in self._following:
+            return _RECURSION
+        self._following.add(id(helper))
+        try:
+            return self.plain_kind(value, helper)
+        finally:
+            self._following.discard(id(helper))
 
     def _imported_factory(self, call: cst.Call) -> tuple[str, list[str]] | None:
         """The container kind and element kinds that a function of another project file
