@@ -5,22 +5,12 @@ of one that broadcast (the batch) free."""
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 
 import torch
 from torch import nn
 
+from torchlint.shapes.infer import forward_function, forward_params
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
-
-
-def _forward_function(module: nn.Module) -> ast.FunctionDef | None:
-    try:
-        source = textwrap.dedent(inspect.getsource(type(module).forward))
-        function = ast.parse(source).body[0]
-    except (OSError, TypeError, SyntaxError, IndexError):
-        return None
-    return function if isinstance(function, ast.FunctionDef) else None
 
 
 def _table(node: ast.AST, module: nn.Module) -> tuple[torch.Tensor, list[ast.AST]] | None:
@@ -66,10 +56,10 @@ def _plan(table: torch.Tensor, items: list[ast.AST]) -> InputPlan | None:
 
 def infer_from_added_table(module: nn.Module, index: int) -> list[InputPlan] | None:
     """The plan for forward input `index` when forward adds it to a sliced table."""
-    function = _forward_function(module)
+    function = forward_function(module)
     if function is None:
         return None
-    params = [a.arg for a in function.args.posonlyargs + function.args.args][1:]
+    params = forward_params(function)
     if index >= len(params):
         return None
     name = params[index]

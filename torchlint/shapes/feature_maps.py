@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import ast
 import inspect
-import textwrap
 import typing
 from typing import Any
 
 import torch
 from torch import nn
 
-from torchlint.shapes.infer import infer_from_source
+from torchlint.shapes.infer import forward_function, forward_params, infer_from_source
 from torchlint.shapes.inputs import InputPlan
 
 #: Feature maps passed for a list input (pyramid levels).
@@ -49,11 +48,11 @@ def tensor_list_input(model: nn.Module, name: str) -> bool:
 
 
 def _commented_list(model: nn.Module, name: str) -> bool:
-    function = _forward_function(model)
+    function = forward_function(model)
     comment = function.type_comment if function is not None else None
     if not comment or not comment.startswith("("):
         return False
-    params = [a.arg for a in function.args.posonlyargs + function.args.args][1:]
+    params = forward_params(function)
     try:
         signature = ast.parse(comment, mode="func_type")
     except SyntaxError:
@@ -61,15 +60,6 @@ def _commented_list(model: nn.Module, name: str) -> bool:
     if name not in params or len(signature.argtypes) != len(params):
         return False
     return _list_text(ast.unparse(signature.argtypes[params.index(name)]))
-
-
-def _forward_function(module: nn.Module) -> ast.FunctionDef | None:
-    try:
-        source = textwrap.dedent(inspect.getsource(type(module).forward))
-        function = ast.parse(source, type_comments=True).body[0]
-    except (OSError, TypeError, SyntaxError, IndexError):
-        return None
-    return function if isinstance(function, ast.FunctionDef) else None
 
 
 def _element_name(loop: ast.For | ast.comprehension, name: str) -> str | None:
@@ -111,10 +101,10 @@ def _handed_to(call: ast.Call, name: str, module: nn.Module) -> tuple[nn.Module,
 
 def element_plans(module: nn.Module, index: int, depth: int = 0) -> list[InputPlan] | None:
     """The shape of one element of forward input `index` (a list), as plans of one tensor."""
-    function = _forward_function(module)
+    function = forward_function(module)
     if function is None:
         return None
-    params = [a.arg for a in function.args.posonlyargs + function.args.args][1:]
+    params = forward_params(function)
     if index >= len(params):
         return None
     name = params[index]

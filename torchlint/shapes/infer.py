@@ -318,6 +318,29 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
 # -- inference from the source, when the trace stops before the first layer -------------------
 
 
+def forward_function(module: nn.Module) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The parsed source of the module class's `forward`, type comments kept where they parse
+    (None when there is no source to read)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(type(module).forward))
+    except (OSError, TypeError):
+        return None
+    for type_comments in (True, False):
+        try:
+            function = ast.parse(source, type_comments=type_comments).body[0]
+        except (SyntaxError, IndexError):
+            continue
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return function
+        return None
+    return None
+
+
+def forward_params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The names of forward's positional inputs, `self` left out."""
+    return [a.arg for a in function.args.posonlyargs + function.args.args][1:]
+
+
 def infer_from_source(
     model: nn.Module, index: int, depth: int = 0, seed: str | None = None
 ) -> list[InputPlan] | None:
@@ -327,14 +350,10 @@ def infer_from_source(
     their own forward (through positional or keyword arguments), a few levels deep. With
     `seed`, the input followed is that local name of forward (a loop's element).
     """
-    try:
-        source = textwrap.dedent(inspect.getsource(type(model).forward))
-        function = ast.parse(source).body[0]
-    except (OSError, TypeError, SyntaxError, IndexError):
+    function = forward_function(model)
+    if function is None:
         return None
-    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    params = [a.arg for a in function.args.posonlyargs + function.args.args][1:]
+    params = forward_params(function)
     if index >= len(params):
         return None
     # Variables holding the input, with the reshaping steps applied to it on the way.
