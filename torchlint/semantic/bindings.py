@@ -229,14 +229,11 @@ class Bindings:
         assert path is not None
         for i in range(len(path) - 2, -1, -1):
             parent, child = path[i], path[i + 1]
-            body = statement_list(parent)
-            if body is not None:
-                index = next((k for k, stmt in enumerate(body) if stmt is child), None)
-                if index is None:
-                    continue
+            before = statements_before(parent, child)
+            if before is not None:
                 found = self._last_binding(
                     name,
-                    body[:index],
+                    before,
                     path[: i + 1],
                     where,
                     unpacked,
@@ -285,12 +282,9 @@ class Bindings:
         found: list[Definition] = []
         for i in range(len(path) - 2, -1, -1):
             parent, child = path[i], path[i + 1]
-            body = statement_list(parent)
-            if body is not None:
-                index = next((k for k, stmt in enumerate(body) if stmt is child), None)
-                if index is None:
-                    continue
-                passes = self._flow_statements(name, body[:index], path[: i + 1], where, found)
+            before = statements_before(parent, child)
+            if before is not None:
+                passes = self._flow_statements(name, before, path[: i + 1], where, found)
                 if not passes:
                     return _collected(found, False)
                 continue
@@ -560,6 +554,16 @@ def statement_list(node: cst.CSTNode) -> list[cst.CSTNode] | None:
     ):
         return list(node.body)
     return None
+
+
+def statements_before(parent: cst.CSTNode, child: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The statements of `parent`'s statement list that come before `child` (none
+    when `child` is not one); None when `parent` holds no statement list."""
+    body = statement_list(parent)
+    if body is None:
+        return None
+    index = next((k for k, stmt in enumerate(body) if stmt is child), None)
+    return [] if index is None else body[:index]
 
 
 def _assigned_value(
