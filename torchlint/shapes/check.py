@@ -102,6 +102,26 @@ class PlanResult:
     )
 
 
+@dataclass(frozen=True)
+class _BuildRequest:
+    """A class to build with these arguments and check (`call`: how a build failure names
+    the call, when not from the arguments)."""
+
+    cls: type
+    name: str
+    where: tuple[str, int]
+    spec: dict[str, Any]
+    declared: dict[str, Any]
+    args: list[Any]
+    kwargs: dict[str, Any]
+    call: str | None = None
+
+    def at_full_depth(self) -> _BuildRequest | None:
+        """The same build with all the layers a configuration cut to a couple has."""
+        deep = full_depth(self.kwargs)
+        return None if deep is None else dataclasses.replace(self, kwargs=deep)
+
+
 @dataclass
 class Stats:
     """How each model was checked (the benchmark reports these)."""
@@ -185,7 +205,9 @@ class FileChecker:
                 else:  # `resnet50()` hands `Bottleneck` to `ResNet`: checked inside it
                     self._check_user(model, how, path, line, job)
                 continue
-            self._build_and_check(cls, name, (path, line), spec, declared, args, kwargs)
+            self._build_and_check(
+                _BuildRequest(cls, name, (path, line), spec, declared, args, kwargs)
+            )
         for name in job.get("module_level", []):
             value = getattr(module, name, None)
             if inspect.isfunction(value):  # a factory: `def net(): return nn.Sequential(...)`
@@ -277,79 +299,51 @@ class FileChecker:
         if source != "default config":
             return
         self.configured.add(cls)
-        self._build_and_check(cls, name, where, spec, {}, args, kwargs, f"{name}(config)")
+        request = _BuildRequest(cls, name, where, spec, {}, args, kwargs, f"{name}(config)")
+        self._build_and_check(request)
 
-    def _build_and_check(
-        self,
-        cls: type,
-        name: str,
-        where: tuple[str, int],
-        spec: dict[str, Any],
-        declared: dict[str, Any],
-        args: list[Any],
-        kwargs: dict[str, Any],
-        call: str | None = None,
-    ) -> None:
-        """Build a class and check it (`call`: how a build failure names the call).
+    def _build_and_check(self, request: _BuildRequest) -> None:
+        """Build a class and check it.
 
         A definite finding met with a configuration cut to a couple of layers stands only
         if the model with all its layers fails too."""
         start = len(self.findings)
-        if not self._build_once(cls, name, where, spec, declared, args, kwargs, call):
-            self._build_deep(cls, name, where, spec, declared, args, kwargs, call)
+        if not self._build_once(request):
+            self._build_deep(request)
             return
         if not any(f["code"] in _DEPTH_SENSITIVE for f in self.findings[start:]):
             return
-        deep = full_depth(kwargs)
+        deep = request.at_full_depth()
         if deep is None:
             return
         kept, self.findings[start:] = self.findings[start:], []
         record = self.stats.models.pop()
-        if not self._build_once(cls, name, where, spec, declared, args, deep, call):
+        if not self._build_once(deep):
             self.findings[start:] = kept  # the full model cannot be built: keep what was seen
             self.stats.models.append(record)
 
-    def _build_deep(
-        self,
-        cls: type,
-        name: str,
-        where: tuple[str, int],
-        spec: dict[str, Any],
-        declared: dict[str, Any],
-        args: list[Any],
-        kwargs: dict[str, Any],
-        call: str | None,
-    ) -> None:
+    def _build_deep(self, request: _BuildRequest) -> None:
         """After a build with a configuration cut to a couple of layers failed (its other
         fields may count on all of them), build and check it with all its layers."""
-        deep = full_depth(kwargs)
+        deep = request.at_full_depth()
         if deep is None:
             return
         failed = self.findings.pop()
-        if not self._build_once(cls, name, where, spec, declared, args, deep, call):
+        if not self._build_once(deep):
             self.findings[-1] = failed
 
-    def _build_once(
-        self,
-        cls: type,
-        name: str,
-        where: tuple[str, int],
-        spec: dict[str, Any],
-        declared: dict[str, Any],
-        args: list[Any],
-        kwargs: dict[str, Any],
-        call: str | None = None,
-    ) -> bool:
+    def _build_once(self, request: _BuildRequest) -> bool:
         """Build and check a class (False, with a TL690, when it cannot be built)."""
+        cls, name, args, kwargs = request.cls, request.name, request.args, request.kwargs
         try:
             model = build(cls, args, kwargs)
         except Exception as exc:
-            call = call or _call_text(name, args, kwargs)
-            self._skip(*where, name, f"could not build {call}: {_brief(exc)}")
+            call = request.call or _call_text(name, args, kwargs)
+            self._skip(*request.where, name, f"could not build {call}: {_brief(exc)}")
             return False
         self._config = _config_in(kwargs)
         try:
-            self.check_model(model, name, where, spec, declared)
+            self.check_model(model, name, request.where, request.spec, request.declared)
         finally:
             self._config = None
         return True
