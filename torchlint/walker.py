@@ -141,19 +141,25 @@ class TreeIndex:
         self.order: list[cst.CSTNode] = []
         #: Per position: the position after the node's last descendant.
         self.ends: list[int] = []
-        order, ends = self.order, self.ends
+        #: Per position: the position of the node's parent (-1 for the root).
+        self.parents: list[int] = []
+        order, ends, parents = self.order, self.ends, self.parents
         stack: list[object] = [root]  # nodes, and the positions of nodes to close
+        opened = [-1]  # positions of the nodes whose subtree is being read, innermost last
         while stack:
             node = stack.pop()
             if type(node) is int:
                 ends[node] = len(order)
+                opened.pop()
                 continue
             position = len(order)
             order.append(node)  # type: ignore[arg-type]
+            parents.append(opened[-1])
             below = _children(node)  # type: ignore[arg-type]
             if below:
                 ends.append(0)
                 stack.append(position)
+                opened.append(position)
                 stack.extend(reversed(below))
             else:
                 ends.append(position + 1)
@@ -170,6 +176,16 @@ class TreeIndex:
             found.append(order[index])
             index = ends[index]
         return found
+
+    def path(self, position: int) -> tuple[cst.CSTNode, ...]:
+        """The nodes from the root down to the one at `position`, both included."""
+        order, parents = self.order, self.parents
+        nodes = []
+        while position >= 0:
+            nodes.append(order[position])
+            position = parents[position]
+        nodes.reverse()
+        return tuple(nodes)
 
     def scope_nodes(self, position: int, scopes: frozenset[type]) -> list[cst.CSTNode]:
         """The nodes below the one at `position`, not entering nodes of the `scopes` types."""

@@ -15,7 +15,7 @@ import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.semantic.bindings import bindings, method
-from torchlint.walker import iter_children
+from torchlint.walker import TreeIndex, index_entry
 
 
 def enclosing_class(ancestors: list[cst.CSTNode]) -> cst.ClassDef | None:
@@ -78,35 +78,38 @@ class CallSites:
         return self._sites.get(id(function), [])
 
     def _collect(self) -> dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]]:
-        found: dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]] = {}
-        # Each node's path is kept as a link to its parent's, and spelled out only for calls.
-        stack: list[tuple[cst.CSTNode, _Link]] = [(self.context.module, None)]
-        while stack:
-            node, parents = stack.pop()
-            link = (node, parents)
-            if type(node) is cst.Call and isinstance(node.func, (cst.Name, cst.Attribute)):
-                path = _path(link)
-                target = call_target(self.context, node, enclosing_class(list(path)))
-                if target is None:
-                    target = _constructor(self.context, node)
-                if target is not None:
-                    found.setdefault(id(target), []).append((node, path))
-            stack.extend((child, link) for child in iter_children(node))
-        return found
-
-
-#: A node and the link of its parent: a path from the module, shared by siblings.
-_Link = tuple[cst.CSTNode, "_Link"] | None
-
-
-def _path(link: _Link) -> tuple[cst.CSTNode, ...]:
-    """The nodes of a link's path, the module first."""
-    nodes = []
-    while link is not None:
-        nodes.append(link[0])
-        link = link[1]
-    nodes.reverse()
-    return tuple(nodes)
+        context = self.context
+        entry = index_entry(context.module)
+        tree = entry[0] if entry is not None else TreeIndex(context.module)
+        order = tree.order
+        resolved: list[tuple[int, cst.FunctionDef]] = []
+        for position, node in enumerate(order):
+            if type(node) is not cst.Call:
+                continue
+            assert isinstance(node, cst.Call)
+            func = node.func
+            if type(func) is cst.Name:
+                target = call_target(context, node, None) or _constructor(context, node)
+            elif (
+                type(func) is cst.Attribute
+                and type(func.value) is cst.Name
+                and func.value.value == "self"  # the only attribute calls with a target
+            ):
+                target = call_target(context, node, enclosing_class(list(tree.path(position))))
+            else:
+                continue
+            if target is not None:
+                resolved.append((position, target))
+        # Each function's calls listed as they always were: outer calls before the calls in
+        # their arguments, later calls first.
+        ends = tree.ends
+        resolved.sort(key=lambda found: (-ends[found[0]], found[0]))
+        sites: dict[int, list[tuple[cst.Call, tuple[cst.CSTNode, ...]]]] = {}
+        for position, target in resolved:
+            call = order[position]
+            assert isinstance(call, cst.Call)
+            sites.setdefault(id(target), []).append((call, tree.path(position)))
+        return sites
 
 
 def _constructor(context: FileContext, call: cst.Call) -> cst.FunctionDef | None:
