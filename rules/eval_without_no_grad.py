@@ -66,6 +66,8 @@ _DATA_WORDS = frozenset(
     }
 )
 _GRADIENT_WORDS = frozenset({"grad", "requires_grad", "requires_grad_", "enable_grad", "backward"})
+#: Statements that bind names: an assignment, or a loop over its target.
+_BINDING_STATEMENTS = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For})
 
 
 def _data_like(expr: cst.BaseExpression) -> bool:
@@ -398,10 +400,10 @@ class EvalWithoutNoGrad(Rule):
         when any forward in the loop is already under no_grad)."""
         bound = names_in(loop.target)
         first = None
-        for node in index.nodes[index.order(loop) :]:
-            if not index.contains(loop, node):
-                break
-            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For)):
+        for node in index.nodes[index.order(loop) : index.end(loop)]:
+            kind = type(node)
+            if kind in _BINDING_STATEMENTS:
+                assert isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For))
                 targets = (
                     [t.target for t in node.targets]
                     if isinstance(node, cst.Assign)
@@ -409,8 +411,9 @@ class EvalWithoutNoGrad(Rule):
                 )
                 for target in targets:
                     bound |= names_in(target)
-            if not isinstance(node, cst.Call) or not index.in_body(loop, node):
+            if kind is not cst.Call or not index.in_body(loop, node):
                 continue
+            assert isinstance(node, cst.Call)
             model = model_called(node)
             if model is None or model == "self":
                 continue

@@ -116,6 +116,12 @@ def is_prefix(outer: Path, inner: Path) -> bool:
     return inner[: len(outer)] == outer
 
 
+#: Expression nodes the collector does not enter: they run elsewhere, or not at all.
+_NESTED_SCOPES = frozenset({cst.Lambda, cst.FunctionDef, cst.ClassDef})
+#: Nodes whose parts may not all run: a path of their own for the part that may not.
+_BRANCHING = _NESTED_SCOPES | {cst.IfExp, cst.BooleanOperation}
+
+
 class _Collector:
     def __init__(self, context: FileContext) -> None:
         self.context = context
@@ -258,31 +264,47 @@ class _Collector:
 
     # -- expressions ---------------------------------------------------------------------------
     def _expr(self, root: cst.BaseExpression, unit: Unit, path: Path) -> None:
-        stack: list[tuple[cst.CSTNode, Path]] = [(root, path)]
         callees: set[int] = set()
+        nodes = [root, *iter_descendants(root)]
+        if not any(type(node) in _BRANCHING for node in nodes):
+            for node in nodes:  # one path throughout: the nodes in order, as the walk below
+                self._expr_node(node, unit, path, callees)
+            return
+        stack: list[tuple[cst.CSTNode, Path]] = [(root, path)]
         while stack:
             node, here = stack.pop()
-            if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            kind = type(node)
+            if kind in _NESTED_SCOPES:
                 continue
-            if isinstance(node, cst.Call):
-                callees.add(id(node.func))
-                self._call(node, unit, here)
-            elif isinstance(node, cst.Attribute) and node.attr.value == "zero_grad":
-                if id(node) not in callees:  # `hooks.append(opt.zero_grad)`: may run anywhere
-                    self._event(CLEAR, node, unit, here)
-            elif isinstance(node, (cst.CompFor, cst.NamedExpr)):
-                self._bind(node.target)
-            if isinstance(node, cst.IfExp):
+            self._expr_node(node, unit, here, callees)
+            if kind is cst.IfExp:
+                assert isinstance(node, cst.IfExp)
                 children = [
                     (node.test, here),
                     (node.body, (*here, (id(node), 0))),
                     (node.orelse, (*here, (id(node), 1))),
                 ]
-            elif isinstance(node, cst.BooleanOperation):
+            elif kind is cst.BooleanOperation:
+                assert isinstance(node, cst.BooleanOperation)
                 children = [(node.left, here), (node.right, (*here, (id(node), 1)))]
             else:
                 children = [(child, here) for child in iter_children(node)]
             stack.extend(reversed(children))
+
+    def _expr_node(self, node: cst.CSTNode, unit: Unit, path: Path, callees: set[int]) -> None:
+        """The events of one node of an expression (exact types: most nodes are none of them)."""
+        kind = type(node)
+        if kind is cst.Call:
+            assert isinstance(node, cst.Call)
+            callees.add(id(node.func))
+            self._call(node, unit, path)
+        elif kind is cst.Attribute:
+            assert isinstance(node, cst.Attribute)
+            if node.attr.value == "zero_grad" and id(node) not in callees:
+                self._event(CLEAR, node, unit, path)  # `hooks.append(opt.zero_grad)`: anywhere
+        elif kind is cst.CompFor or kind is cst.NamedExpr:
+            assert isinstance(node, (cst.CompFor, cst.NamedExpr))
+            self._bind(node.target)
 
     def _call(self, call: cst.Call, unit: Unit, path: Path) -> None:
         func = call.func

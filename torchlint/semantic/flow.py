@@ -7,6 +7,7 @@ runs, and whether `torch.no_grad()` (or a decorator) switches autograd off aroun
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 
 import libcst as cst
@@ -287,6 +288,9 @@ class ScopeIndex:
         self.classdef = classdef
         self.nodes: list[cst.CSTNode] = []
         self._parent: dict[int, cst.CSTNode] = {}
+        #: Where each of `nodes` is in the file's tree index, when the tree is indexed.
+        self._tree: TreeIndex | None = None
+        self._in_tree: list[int] = []
         entry = index_entry(scope)
         if entry is not None:
             self._read_index(*entry)
@@ -309,7 +313,8 @@ class ScopeIndex:
     def _read_index(self, tree: TreeIndex, position: int) -> None:
         """The nodes and parents, read off the file's tree index."""
         order, ends = tree.order, tree.ends
-        nodes, parents = self.nodes, self._parent
+        nodes, parents, in_tree = self.nodes, self._parent, self._in_tree
+        self._tree = tree
         opened: list[tuple[int, cst.CSTNode]] = [(ends[position], self.scope)]
         current, end = position + 1, ends[position]
         while current < end:
@@ -318,6 +323,7 @@ class ScopeIndex:
             node = order[current]
             parents[id(node)] = opened[-1][1]
             nodes.append(node)
+            in_tree.append(current)
             if type(node) in _SCOPE_TYPES:
                 current = ends[current]
                 continue
@@ -330,6 +336,18 @@ class ScopeIndex:
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self._parent.get(id(node))
+
+    def end(self, node: cst.CSTNode) -> int:
+        """The order just past the last node of this scope under `node` (one of its nodes):
+        `nodes[order(node):end(node)]` are `node` and the scope's nodes it contains."""
+        start = self.order(node)
+        if self._tree is not None:
+            below = self._tree.ends[self._in_tree[start]]
+            return bisect_left(self._in_tree, below, start + 1)
+        end = start + 1
+        while end < len(self.nodes) and self.contains(node, self.nodes[end]):
+            end += 1
+        return end
 
     def contains(self, outer: cst.CSTNode, node: cst.CSTNode) -> bool:
         current: cst.CSTNode | None = node
@@ -444,11 +462,8 @@ class ScopeIndex:
     ) -> Iterator[cst.Call]:
         """Calls inside `statements` (this scope only), in source order."""
         for statement in statements:
-            start = self.order(statement)
-            for node in self.nodes[start:]:
-                if node is not statement and not self.contains(statement, node):
-                    break
-                if isinstance(node, cst.Call) and (
+            for node in self.nodes[self.order(statement) : self.end(statement)]:
+                if type(node) is cst.Call and (
                     through_loops or not self._inner_loop_between(node, statement)
                 ):
                     yield node
