@@ -15,7 +15,7 @@ from torchlint.engine import lint_source
 from torchlint.positions import locate
 from torchlint.server.app import lint_document
 from torchlint.server.reparse import ParsedText, full_parse, reparse
-from torchlint.walker import iter_descendants
+from torchlint.walker import TreeIndex, iter_descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").glob("*.py"))
@@ -142,14 +142,30 @@ def test_nodes_are_located_as_in_the_whole_module(path: Path) -> None:
         assert result.locate(result.module, nodes) == locate(result.module, nodes)
 
 
+@pytest.mark.parametrize("path", FIXTURES[1::4], ids=lambda p: p.stem)
+def test_the_index_joined_from_kept_statements_is_the_whole_tree_index(path: Path) -> None:
+    for previous, new in edit_sequence(path, seed=4, steps=5):
+        previous.tree_index()  # the statements' indexes, handed on to the next parse
+        result = reparse(previous, new)
+        if not isinstance(result, ParsedText):
+            continue
+        joined, walked = result.tree_index(), TreeIndex(result.module)
+        assert len(joined.order) == len(walked.order)
+        assert all(a is b for a, b in zip(joined.order, walked.order, strict=True))
+        assert (joined.ends, joined.parents) == (walked.ends, walked.parents)
+        assert joined.positions == walked.positions
+
+
 def test_a_typed_statement_reuses_the_others() -> None:
     text = "import torch\n\n\ndef f(x):\n    return x\n\n\ndef g(y):\n    return y\n"
     previous = full_parse(text)
     assert isinstance(previous, ParsedText)
+    previous.tree_index()
     result = reparse(previous, text.replace("return x", "return x + 1"))
     assert isinstance(result, ParsedText)
     old, new = previous.module.body, result.module.body
     assert new[0] is old[0] and new[2] is old[2] and new[1] is not old[1]
+    assert result.indexes.keys() == {id(new[0]), id(new[2])}  # indexes of the kept ones
     assert result.module.code == text.replace("return x", "return x + 1")
 
 

@@ -23,7 +23,7 @@ from torchlint.prefilter import rules_that_can_fire, tree_rules
 from torchlint.rule import Rule
 from torchlint.semantic.project import ProjectIndex
 from torchlint.source import UndecodableSource, decode
-from torchlint.walker import indexed, walk
+from torchlint.walker import TreeIndex, indexed, walk
 
 # Rules and LibCST walk nested expressions recursively, a few frames per level; the parse
 # guard bounds the nesting, this gives it room. Calls between Python functions do not
@@ -60,13 +60,14 @@ def lint_source(
     project_index: ProjectIndex | None = None,
     parsed: cst.Module | Exception | None = None,
     locator: Callable[[cst.Module, Iterable[cst.CSTNode]], dict[cst.CSTNode, Span]] = locate,
+    index: TreeIndex | None = None,
 ) -> list[Diagnostic]:
     """Lint Python source text with the rules whose codes are in `enabled`.
 
     `torch_version` is the project's target torch (`torch-version` setting), if configured;
     `project_index` reads the project files the source imports (memory-cached only if None);
-    `parsed` is what `parse(source)` returns, when the caller has it already, and `locator`
-    a faster `positions.locate` for that tree.
+    `parsed` is what `parse(source)` returns, when the caller has it already, `locator`
+    a faster `positions.locate` for that tree, and `index` its `TreeIndex`.
     """
     rules = active_rules(source, enabled)
     if not rules:
@@ -88,7 +89,7 @@ def lint_source(
         torch_version=torch_version,
         project_index=project_index or ProjectIndex(),
     )
-    with indexed(module):  # the rules' many walks of the tree become look-ups
+    with indexed(module, index):  # the rules' many walks of the tree become look-ups
         crashes = run_rules(context, rules)
     reports = [r for r in context.reports if type(r.rule) not in crashes]
     diagnostics = _locate(context, reports, locator)

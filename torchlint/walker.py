@@ -136,13 +136,42 @@ class TreeIndex:
     the walks every analysis repeats (children, descendants, a scope's own nodes) become
     look-ups and slices while the tree is `indexed`."""
 
-    def __init__(self, root: cst.CSTNode) -> None:
+    def __init__(self, root: cst.CSTNode, parts: Sequence[TreeIndex] = ()) -> None:
+        """Index `root`'s tree; `parts`, when given, are the indexes of `root`'s children
+        (each made alone, perhaps for an earlier tree that shared them), joined, not walked."""
         #: Every node, root first, in the order `iter_descendants` gives.
         self.order: list[cst.CSTNode] = []
         #: Per position: the position after the node's last descendant.
         self.ends: list[int] = []
         #: Per position: the position of the node's parent (-1 for the root).
         self.parents: list[int] = []
+        self._scope_nodes: dict[int, list[cst.CSTNode]] = {}
+        children = _children(root)
+        if (
+            parts
+            and len(parts) == len(children)
+            and all(part.order[0] is child for part, child in zip(parts, children, strict=True))
+        ):
+            self._join(root, parts)
+        else:
+            self._walk(root)
+        #: id(node) -> position, for the look-ups.
+        self.positions = dict(zip(map(id, self.order), range(len(self.order)), strict=True))
+
+    def _join(self, root: cst.CSTNode, parts: Sequence[TreeIndex]) -> None:
+        order, ends, parents = self.order, self.ends, self.parents
+        order.append(root)
+        ends.append(0)
+        parents.append(-1)
+        for part in parts:
+            offset = len(order)
+            order.extend(part.order)
+            ends.extend([end + offset for end in part.ends])
+            parents.append(0)
+            parents.extend([parent + offset for parent in part.parents[1:]])
+        ends[0] = len(order)
+
+    def _walk(self, root: cst.CSTNode) -> None:
         order, ends, parents = self.order, self.ends, self.parents
         stack: list[object] = [root]  # nodes, and the positions of nodes to close
         opened = [-1]  # positions of the nodes whose subtree is being read, innermost last
@@ -163,9 +192,6 @@ class TreeIndex:
                 stack.extend(reversed(below))
             else:
                 ends.append(position + 1)
-        #: id(node) -> position, for the look-ups.
-        self.positions = dict(zip(map(id, order), range(len(order)), strict=True))
-        self._scope_nodes: dict[int, list[cst.CSTNode]] = {}
 
     def children(self, position: int) -> list[cst.CSTNode]:
         """The children of the node at `position`."""
@@ -207,10 +233,12 @@ _active: tuple[TreeIndex, ...] = ()
 
 
 @contextlib.contextmanager
-def indexed(root: cst.CSTNode) -> Iterator[TreeIndex]:
-    """Index `root`'s tree for the walks made while in the block."""
+def indexed(root: cst.CSTNode, index: TreeIndex | None = None) -> Iterator[TreeIndex]:
+    """Index `root`'s tree for the walks made while in the block (`index`: its index, made
+    already)."""
     global _active
-    index = TreeIndex(root)
+    if index is None or index.order[0] is not root:
+        index = TreeIndex(root)
     _active = (*_active, index)
     try:
         yield index

@@ -183,6 +183,7 @@ def lint_document(
         torch_version=settings.torch_version,
         parsed=parsed.module,
         locator=parsed.locate,
+        index=parsed.tree_index(),
     )
     return Linted(text, display, settings, diagnostics, parsed)
 

@@ -25,7 +25,7 @@ import libcst as cst
 from torchlint.engine import parse
 from torchlint.parse_guard import complexity_error
 from torchlint.positions import Span, line_column, locate, offsets
-from torchlint.walker import iter_descendants
+from torchlint.walker import TreeIndex, iter_descendants
 
 #: A line continued by a backslash and holding nothing else.
 _LONE_BACKSLASH = re.compile(r"^[ \t\f]*\\\n", re.M)
@@ -51,6 +51,18 @@ class ParsedText:
     #: Spans found below each statement (by the statement's id, then the node's), with lines
     #: counted from the statement's first: they hold wherever the statement moves.
     spans: dict[int, dict[int, Span]] = field(default_factory=dict, compare=False, repr=False)
+    #: Each statement's tree index (by the statement's id), handed on like `below`.
+    indexes: dict[int, TreeIndex] = field(default_factory=dict, compare=False, repr=False)
+
+    def tree_index(self) -> TreeIndex:
+        """The module's tree index, joined from its statements' (made for those not kept)."""
+        parts = []
+        for statement in self.module.body:
+            part = self.indexes.get(id(statement))
+            if part is None or part.order[0] is not statement:
+                part = self.indexes[id(statement)] = TreeIndex(statement)
+            parts.append(part)
+        return TreeIndex(self.module, parts)
 
     def locate(self, module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, Span]:
         """`positions.locate` for this text's tree, generating the code of only the
@@ -94,7 +106,11 @@ class ParsedText:
     def _below(self, statement: cst.BaseStatement) -> frozenset[int]:
         found = self.below.get(id(statement))
         if found is None:
-            found = frozenset(map(id, iter_descendants(statement))) | {id(statement)}
+            part = self.indexes.get(id(statement))
+            if part is not None and part.order[0] is statement:
+                found = frozenset(part.positions)
+            else:
+                found = frozenset(map(id, iter_descendants(statement))) | {id(statement)}
             self.below[id(statement)] = found
         return found
 
@@ -227,6 +243,7 @@ def _splice(previous: ParsedText, source: str, first: int, last: int) -> ParsedT
         (*previous.blocks[:first], *blocks, *previous.blocks[last + 1 :]),
         {id(s): previous.below[id(s)] for s in kept if id(s) in previous.below},
         {id(s): previous.spans[id(s)] for s in kept if id(s) in previous.spans},
+        {id(s): previous.indexes[id(s)] for s in kept if id(s) in previous.indexes},
     )
 
 
