@@ -30,6 +30,7 @@ from torchlint.semantic.values import unwrap_module_methods
 from torchlint.walker import iter_descendants
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_SEPARATORS = re.compile(r"[._\W]+")
 _EVAL_WORDS = frozenset(
     {"val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev"}
 )
@@ -84,7 +85,7 @@ def _is_unit_test(name: str) -> bool:
 
 
 def _words(name: str) -> list[str]:
-    return [w.lower() for part in re.split(r"[._\W]+", name) for w in _WORD.findall(part)]
+    return [w.lower() for part in _SEPARATORS.split(name) for w in _WORD.findall(part)]
 
 
 def _is_loader_word(word: str) -> bool:

@@ -176,7 +176,8 @@ class LossAccumulatedWithGraph(LoopScopeRule):
 def _accumulation(context: FileContext, node: cst.CSTNode) -> _Accumulation | None:
     """`A += loss` (or `A += loss * n`, `A["loss"] += loss.cpu()`), `A = A + loss`, or
     `A.append(loss)`."""
-    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+    # Exact node types: this is asked of every node of a scope, and most are none of these.
+    if type(node) is cst.AugAssign and isinstance(node.operator, cst.AddAssign):
         target = _accumulator(node.target)
         found = _accumulated_name(node.value)
         if target is not None and found is not None:
@@ -184,7 +185,7 @@ def _accumulation(context: FileContext, node: cst.CSTNode) -> _Accumulation | No
             return _Accumulation(
                 node, target, context.code(node.target), loss, augmented=True, chained=chained
             )
-    elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+    elif type(node) is cst.Assign and len(node.targets) == 1:
         target = _accumulator(node.targets[0].target)
         value = node.value
         if (
@@ -198,7 +199,7 @@ def _accumulation(context: FileContext, node: cst.CSTNode) -> _Accumulation | No
             text = context.code(node.targets[0].target)
             return _Accumulation(node, target, text, value.right, augmented=False)
     elif (
-        isinstance(node, cst.Call)
+        type(node) is cst.Call
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value == "append"
         and len(node.args) == 1

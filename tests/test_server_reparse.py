@@ -11,6 +11,7 @@ from libcst._nodes.deep_equals import deep_equals
 
 pytest.importorskip("lsprotocol", reason="lsprotocol is not installed")
 
+from torchlint.context import NodeTexts
 from torchlint.engine import lint_source
 from torchlint.positions import locate
 from torchlint.server.app import lint_document
@@ -167,6 +168,21 @@ def test_a_typed_statement_reuses_the_others() -> None:
     assert new[0] is old[0] and new[2] is old[2] and new[1] is not old[1]
     assert result.indexes.keys() == {id(new[0]), id(new[2])}  # indexes of the kept ones
     assert result.module.code == text.replace("return x", "return x + 1")
+
+
+def test_node_texts_are_lent_to_the_next_parse_for_the_nodes_it_kept() -> None:
+    text = "def f(x):\n    return x\n\n\ndef g(y):\n    if y:\n        return y\n"
+    previous = full_parse(text)
+    assert isinstance(previous, ParsedText)
+    kept = previous.module.body[1]
+    before = previous.texts.text(previous.module, kept)
+    result = reparse(previous, text.replace("return x", "return x + 1"))
+    assert isinstance(result, ParsedText) and result.module.body[1] is kept
+    assert result.texts.text(result.module, kept) is before  # lent, not generated again
+    # Another indentation unit renders the same node differently: not lent then.
+    other = result.module.with_changes(default_indent="  ")
+    texts = NodeTexts(result.texts)
+    assert texts.text(other, kept) == other.code_for_node(kept) != before
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,34 @@ _Analysis = TypeVar("_Analysis")
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList"})
 
 
+class NodeTexts:
+    """The source text of nodes, each generated once.
+
+    LibCST renders a node from the node alone and its module's indentation unit and newline,
+    and nodes are immutable: a text holds for as long as its node lives, in any tree sharing
+    it. `earlier`, the texts of an earlier tree of the same document, lends those of the
+    nodes this tree kept (an edited buffer shares its unchanged statements).
+    """
+
+    def __init__(self, earlier: NodeTexts | None = None) -> None:
+        self._texts: dict[int, tuple[cst.CSTNode, str]] = {}
+        self._style: tuple[str, str] | None = None
+        #: The earlier tree's texts (not its own earlier ones: they are let go).
+        self._earlier = earlier._texts if earlier is not None else {}
+        self._earlier_style = earlier._style if earlier is not None else None
+
+    def text(self, module: cst.Module, node: cst.CSTNode) -> str:
+        found = self._texts.get(id(node))
+        if found is None or found[0] is not node:
+            style = (module.default_indent, module.default_newline)
+            self._style = style
+            found = self._earlier.get(id(node))
+            if found is None or found[0] is not node or self._earlier_style != style:
+                found = (node, module.code_for_node(node))
+            self._texts[id(node)] = found
+        return found[1]
+
+
 @dataclass
 class Report:
     rule: Rule
@@ -44,6 +72,7 @@ class FileContext:
         *,
         torch_version: str | None = None,
         project_index: ProjectIndex | None = None,
+        texts: NodeTexts | None = None,
     ) -> None:
         self.path = path
         #: Summaries of the project's other files; None when imports are not looked into.
@@ -60,7 +89,7 @@ class FileContext:
         self._module_classes: dict[str, bool] = {}
         self._class_defs: dict[str, cst.ClassDef] | None = None
         self._shared: dict[Callable[..., Any], Any] = {}
-        self._code: dict[int, tuple[cst.CSTNode, str]] = {}
+        self._texts = texts if texts is not None else NodeTexts()
 
     # -- reporting --------------------------------------------------------------------------
     def add_report(
@@ -95,17 +124,16 @@ class FileContext:
         return None
 
     def code(self, node: cst.CSTNode) -> str:
-        found = self._code.get(id(node))
-        if found is None or found[0] is not node:  # rules ask for the same nodes' text often
-            found = self._code[id(node)] = (node, self.module.code_for_node(node))
-        return found[1]
+        return self._texts.text(self.module, node)  # rules ask for the same nodes' text often
 
     # -- enclosing scopes -------------------------------------------------------------------
+    # Exact types below: LibCST's node classes are ABCs, whose isinstance is slow on a miss.
     def enclosing_function(self) -> cst.FunctionDef | None:
         for node in reversed(self.ancestors):
-            if isinstance(node, cst.FunctionDef):
+            if type(node) is cst.FunctionDef:
+                assert isinstance(node, cst.FunctionDef)
                 return node
-            if isinstance(node, cst.ClassDef):
+            if type(node) is cst.ClassDef:
                 return None
         return None
 
@@ -113,11 +141,12 @@ class FileContext:
         """The class whose method body we are in (directly, not in a nested def)."""
         seen_function = False
         for node in reversed(self.ancestors):
-            if isinstance(node, cst.FunctionDef):
+            if type(node) is cst.FunctionDef:
                 if seen_function:
                     return None
                 seen_function = True
-            elif isinstance(node, cst.ClassDef):
+            elif type(node) is cst.ClassDef:
+                assert isinstance(node, cst.ClassDef)
                 return node
         return None
 
@@ -229,12 +258,17 @@ def iter_scope_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def iter_assignments(scope: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression]]:
     """(target, value) for each plain, annotated or walrus assignment directly in `scope`."""
     for node in iter_scope_nodes(scope):
-        if isinstance(node, cst.Assign):
+        kind = type(node)  # exact types: most nodes are none of them
+        if kind is cst.Assign:
+            assert isinstance(node, cst.Assign)
             for target in node.targets:
                 yield from _unpack(target.target, node.value)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
-            yield from _unpack(node.target, node.value)
-        elif isinstance(node, cst.NamedExpr):
+        elif kind is cst.AnnAssign:
+            assert isinstance(node, cst.AnnAssign)
+            if node.value is not None:
+                yield from _unpack(node.target, node.value)
+        elif kind is cst.NamedExpr:
+            assert isinstance(node, cst.NamedExpr)
             yield from _unpack(node.target, node.value)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable
 
 import libcst as cst
 
-from torchlint.context import FileContext, Report
+from torchlint.context import FileContext, NodeTexts, Report
 from torchlint.diagnostic import INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, Edit, Fix, Severity
 from torchlint.names import ImportMap, top_level_imports
 from torchlint.noqa import apply_suppressions
@@ -61,13 +61,15 @@ def lint_source(
     parsed: cst.Module | Exception | None = None,
     locator: Callable[[cst.Module, Iterable[cst.CSTNode]], dict[cst.CSTNode, Span]] = locate,
     index: TreeIndex | None = None,
+    texts: NodeTexts | None = None,
 ) -> list[Diagnostic]:
     """Lint Python source text with the rules whose codes are in `enabled`.
 
     `torch_version` is the project's target torch (`torch-version` setting), if configured;
     `project_index` reads the project files the source imports (memory-cached only if None);
     `parsed` is what `parse(source)` returns, when the caller has it already, `locator`
-    a faster `positions.locate` for that tree, and `index` its `TreeIndex`.
+    a faster `positions.locate` for that tree, `index` its `TreeIndex` and `texts` its
+    nodes' source text, as far as known.
     """
     rules = active_rules(source, enabled)
     if not rules:
@@ -88,6 +90,7 @@ def lint_source(
         imports,
         torch_version=torch_version,
         project_index=project_index or ProjectIndex(),
+        texts=texts,
     )
     with indexed(module, index):  # the rules' many walks of the tree become look-ups
         crashes = run_rules(context, rules)

@@ -431,7 +431,7 @@ def assume_argument_models(
     elif (
         not _EVALUATION.search(function.name.value)
         or is_test_file(context.path)  # tests pick their device one by one
-        or any(isinstance(n, cst.Call) and move_kind(context, n) for n in moves.nodes)
+        or any(type(n) is cst.Call and move_kind(context, n) for n in moves.nodes)
     ):
         return  # a training function may be handed a model its caller keeps on the CPU
     else:
@@ -445,7 +445,7 @@ def assume_argument_models(
         if not _MODEL_PARAMETER.search(name) or name in moves.moves:
             continue
         called = any(
-            isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == name
+            type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == name
             for n in moves.nodes
         )
         if called:
@@ -463,10 +463,8 @@ def _loop_names(target: cst.BaseExpression, indexed: bool) -> list[str]:
 
 
 def _names_in(node: cst.CSTNode) -> Iterator[str]:
-    if isinstance(node, cst.Name):
-        yield node.value
-    for child in iter_descendants(node):
-        if isinstance(child, cst.Name):
+    for child in [node, *iter_descendants(node)]:
+        if type(child) is cst.Name:  # exact type: most nodes are not
             yield child.value
 
 

@@ -177,7 +177,10 @@ class _LoaderFacts:
         # ..., loader)`: a loader rebuilt from a loader by a call that mentions the device (a
         # plain `train(model, device, train_loader)` call is not one).
         for node in iter_descendants(context.module):
-            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+            if type(node) is not cst.Assign:  # exact type: most nodes are not
+                continue
+            assert isinstance(node, cst.Assign)
+            if not isinstance(node.value, cst.Call):
                 continue
             targets = [n for t in node.targets for n in flat_dotted(t.target)]
             if (
@@ -197,8 +200,9 @@ def _fed_to_model(name: str, later: list[cst.CSTNode]) -> bool:
     """Whether `name` is then passed to a model call (`model(x)`, `self.net(x)`): a batch
     moved only to meet outputs (`target.to(device)` after the model ran) says nothing."""
     for node in later:
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:  # exact type: most nodes are not
             continue
+        assert isinstance(node, cst.Call)
         callee = dotted_name(node.func)
         if (
             callee is None

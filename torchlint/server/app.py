@@ -184,6 +184,7 @@ def lint_document(
         parsed=parsed.module,
         locator=parsed.locate,
         index=parsed.tree_index(),
+        texts=parsed.texts,
     )
     return Linted(text, display, settings, diagnostics, parsed)
 

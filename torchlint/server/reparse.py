@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from torchlint.context import NodeTexts
 from torchlint.engine import parse
 from torchlint.parse_guard import complexity_error
 from torchlint.positions import Span, line_column, locate, offsets
@@ -53,6 +54,8 @@ class ParsedText:
     spans: dict[int, dict[int, Span]] = field(default_factory=dict, compare=False, repr=False)
     #: Each statement's tree index (by the statement's id), handed on like `below`.
     indexes: dict[int, TreeIndex] = field(default_factory=dict, compare=False, repr=False)
+    #: The source text of nodes, as the lint asked for it; the next parse borrows from it.
+    texts: NodeTexts = field(default_factory=NodeTexts, compare=False, repr=False)
 
     def tree_index(self) -> TreeIndex:
         """The module's tree index, joined from its statements' (made for those not kept)."""
@@ -244,6 +247,7 @@ def _splice(previous: ParsedText, source: str, first: int, last: int) -> ParsedT
         {id(s): previous.below[id(s)] for s in kept if id(s) in previous.below},
         {id(s): previous.spans[id(s)] for s in kept if id(s) in previous.spans},
         {id(s): previous.indexes[id(s)] for s in kept if id(s) in previous.indexes},
+        NodeTexts(previous.texts),
     )
 
 
