@@ -123,12 +123,17 @@ def parse_expression(code: str) -> cst.BaseExpression:
 
 def comment_count(node: cst.CSTNode) -> int:
     """Comments inside `node` (a fix that drops one loses the user's text: offer none)."""
+    return _count(node, cst.Comment)
+
+
+def _count(node: cst.CSTNode, wanted: type[cst.CSTNode]) -> int:
+    """Nodes of type `wanted` in `node`, whitespace and comments included."""
     count = 0
     stack: list[object] = [node]
     while stack:
         value = stack.pop()
         kind = type(value)
-        if kind is cst.Comment:
+        if kind is wanted:
             count += 1
         elif kind is tuple or kind is list:
             stack.extend(value)  # type: ignore[call-overload]
@@ -190,6 +195,6 @@ def detached(context: FileContext, node: cst.CSTNode) -> cst.CSTNode:
 
 def with_absolute_indent(node: cst.CSTNode, indent: str) -> cst.CSTNode:
     """`node` with its continuation lines indented by `indent` plus their own indentation."""
-    if not indent:
-        return node
+    if not indent or not _count(node, cst.ParenthesizedWhitespace):
+        return node  # no continuation line: what the transformer gives prints the same
     return node.visit(_AbsoluteIndent(indent))

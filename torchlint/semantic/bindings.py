@@ -640,16 +640,18 @@ def _bindings_in(
         yield node.name.value, None, False
         return
     for name, value in _own_bindings(node):
-        yield name, value, isinstance(node, cst.AugAssign)
+        yield name, value, type(node) is cst.AugAssign
     for inner in iter_scope_nodes(node):
         if type(inner) in _BINDING_NODES:
-            augmented = isinstance(inner, cst.AugAssign)
+            augmented = type(inner) is cst.AugAssign
             for name, value in _own_bindings(inner):
                 yield name, value, augmented
 
 
 def _own_bindings(node: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression | None]]:
     """The names one node binds, with the value for a plain `name = value`."""
+    if type(node) not in _BINDING_NODES:
+        return  # exact types: most nodes bind nothing, and isinstance on ABCs is slow on a miss
     if isinstance(node, cst.Assign):
         for target in node.targets:
             yield from _target_names(target.target, node.value)
