@@ -353,7 +353,7 @@ class FileChecker:
     ) -> str | None:
         """Check a class built with guessed sizes (see `guess`): None once checked, else
         why not ("" when its parameters cannot be guessed)."""
-        runs = guesses(cls)
+        runs = guesses(cls, spec.get("partial"))
         if runs is None:
             return ""
         found: list[dict[tuple[str, int, str], F.Finding]] = []
