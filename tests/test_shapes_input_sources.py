@@ -77,14 +77,18 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="GRU")
     parser.add_argument("--emsize", type=int, default=200)
+    parser.add_argument("--nhid", type=int, default=200)
     args = parser.parse_args()
+    args.nhid = 2 * args.emsize
     ntokens = len(open("vocab.txt").read())
     model = Tagger(args.model, ntokens, args.emsize, dropout=0.1)
+    other = Tagger(args.model, 100, args.nhid)
 """
 
 
 def test_options_parsed_in_the_main_block() -> None:
     options = parsed_options(ast.parse(SCRIPT))
+    # `args.nhid` is set again after parsing: its default is not what the script uses.
     assert vars(options["args"]) == {"model": "GRU", "emsize": 200}
 
 

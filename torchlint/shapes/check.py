@@ -598,11 +598,9 @@ class FileChecker:
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
             )
-            described = None
-            if index < len(names):
-                described = described_plans(model, names[index]) or unpacked_plans(
-                    model, names[index]
-                )
+            described = described_plans(model, names[index]) if index < len(names) else None
+            if not (described or found) and index < len(names):
+                described = unpacked_plans(model, names[index])
             if described:
                 found = _with_described(found or [], described[0])
             if not found:
@@ -924,9 +922,9 @@ _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of
 
 
 def _with_described(found: list[InputPlan], described: InputPlan) -> list[InputPlan]:
-    """The plans inferred for an input, those of the rank its docstring gives first; the
-    docstring's own plan first when none has it (the layer that told another rank may come
-    after a reshape: `(B, F, C, H, W)` folded into images)."""
+    """The plans inferred for an input, those of the described rank (forward's docstring,
+    its unpacking) first; the described plan first when none has it (the layer that told
+    another rank may come after a reshape: `(B, F, C, H, W)` folded into images)."""
     if any(len(p.specs) != 1 or p.packed for p in found):
         return found
     rank = len(described.specs[0].dims)

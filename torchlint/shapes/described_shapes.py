@@ -46,11 +46,8 @@ _OTHER_HINT = 8
 
 def described_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
     """The plan forward's docstring gives for its parameter `name`, or None."""
-    try:
-        doc = inspect.getdoc(type(model).forward)
-    except (TypeError, AttributeError):
-        return None
-    entry = _entry(doc or "", name)
+    doc = getattr(type(model).forward, "__doc__", None)  # its own, not a base class's
+    entry = _entry(inspect.cleandoc(doc), name) if isinstance(doc, str) else None
     found = _SHAPE.search(entry) if entry else None
     if found is None:
         return None

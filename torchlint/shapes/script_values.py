@@ -105,7 +105,33 @@ def parsed_options(tree: ast.Module) -> dict[str, argparse.Namespace]:
             and value.func.value.id in defaults
         ):
             options[target.id] = argparse.Namespace(**defaults[value.func.value.id])
+    for name, attribute in _reassigned(tree):
+        # `args.nhid = 2 * args.emsize` after parsing: the default is not what is used.
+        if name in options:
+            vars(options[name]).pop(attribute, None)
     return options
+
+
+def _reassigned(tree: ast.Module) -> set[tuple[str, str]]:
+    """`(opt, field)` for each `opt.field = ...` (or `+=`) anywhere in the module."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in _flattened(target)]
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                found.add((target.value.id, target.attr))
+    return found
+
+
+def _flattened(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [t for element in target.elts for t in _flattened(element)]
+    return [target]
 
 
 def _top_level(tree: ast.Module) -> list[ast.stmt]:
