@@ -314,8 +314,18 @@ def _build_once(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module
         model = model.to("meta")
     if not isinstance(model, nn.Module):
         raise BuildError(f"{cls.__name__}(...) did not return an nn.Module")
-    nn.Module.eval(model)  # not model.eval(): a class may override it
+    _evaluation_mode(model)
     return model
+
+
+def _evaluation_mode(model: nn.Module) -> None:
+    """`model.eval()`, for a class that overrides `eval` or `train` with its own training
+    loop (`def train(self, x_pos, x_neg)`) too: then each module's flag is set directly."""
+    try:
+        nn.Module.eval(model)  # not model.eval(): a class may override it
+    except TypeError:
+        for module in model.modules():
+            module.training = False
 
 
 def _meta_trouble(exc: BaseException) -> bool:

@@ -35,6 +35,7 @@ from torchlint.shapes.build import (
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
+from torchlint.shapes.described_shapes import described_plans, unpacked_plans
 from torchlint.shapes.feature_maps import list_plans, tensor_list_input
 from torchlint.shapes.guess import describe, guesses
 from torchlint.shapes.infer import (
@@ -353,7 +354,7 @@ class FileChecker:
     ) -> str | None:
         """Check a class built with guessed sizes (see `guess`): None once checked, else
         why not ("" when its parameters cannot be guessed)."""
-        runs = guesses(cls)
+        runs = guesses(cls, spec.get("partial"))
         if runs is None:
             return ""
         found: list[dict[tuple[str, int, str], F.Finding]] = []
@@ -597,6 +598,11 @@ class FileChecker:
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
             )
+            described = described_plans(model, names[index]) if index < len(names) else None
+            if not (described or found) and index < len(names):
+                described = unpacked_plans(model, names[index])
+            if described:
+                found = _with_described(found or [], described[0])
             if not found:
                 self._unknown_input = names[index] if index < len(names) else None
                 per_input = []
@@ -913,6 +919,19 @@ _SYMBOLIC_LIMIT = re.compile(
     r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)"
 )
 _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
+
+
+def _with_described(found: list[InputPlan], described: InputPlan) -> list[InputPlan]:
+    """The plans inferred for an input, those of the described rank (forward's docstring,
+    its unpacking) first; the described plan first when none has it (the layer that told
+    another rank may come after a reshape: `(B, F, C, H, W)` folded into images)."""
+    if any(len(p.specs) != 1 or p.packed for p in found):
+        return found
+    rank = len(described.specs[0].dims)
+    alike = [p for p in found if len(p.specs[0].dims) == rank]
+    if not alike:
+        return [described, *found]
+    return alike + [p for p in found if len(p.specs[0].dims) != rank]
 
 
 def _batch_refused(result: PlanResult) -> bool:

@@ -31,6 +31,7 @@ from torchlint.shapes.astutil import (
     walk_statements,
 )
 from torchlint.shapes.discover import FileInfo
+from torchlint.shapes.script_values import parsed_options
 
 Evidence = dict[str, Any]
 #: The key, in place of a class name, for the evidence of a file's module-level models.
@@ -202,6 +203,7 @@ def _scan_file(
 ) -> None:
     aliases = import_aliases(tree)
     bound = module_bindings(tree)
+    options = parsed_options(tree) if "parse_" in source else {}
     used_here: set[tuple[str, str]] = set()
     called_here: set[tuple[str, str]] = set()
     if abspath in by_path:
@@ -244,7 +246,12 @@ def _scan_file(
                     entry["instantiated"] = True
                     if entry["ctor"] is None:
                         same_file = info.abspath == abspath
-                        entry["ctor"] = _ctor_args(node, path, bound if same_file else frozenset())
+                        names = bound if same_file else frozenset()
+                        entry["ctor"] = _ctor_args(node, path, names, options)
+                        if entry["ctor"] is None and "partial" not in entry:
+                            partial = _partial_args(node, path, options)
+                            if partial is not None:
+                                entry["partial"] = partial
             # model(x) / model.forward(x) / Net()(x)
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "forward":
@@ -485,9 +492,13 @@ def _wrapped(value: ast.AST, instances: dict[str, tuple[str, str]]) -> tuple[str
 
 
 def _ctor_args(
-    call: ast.Call, path: str, bound: frozenset[str] = frozenset()
+    call: ast.Call,
+    path: str,
+    bound: frozenset[str] = frozenset(),
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Constructor arguments when all are literals, or names defined in the class's own
+    """Constructor arguments when all are literals, options of the script's command line
+    (`args.emsize`, valued by its argparse default), or names defined in the class's own
     module (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory function next to the class),
     which the worker looks up as `{"$name": "BasicBlock"}`."""
     values = []
@@ -495,6 +506,8 @@ def _ctor_args(
         if isinstance(arg, ast.Starred):
             return None
         value = literal(arg)
+        if value is MISSING:
+            value = _option_value(arg, options or {})
         if value is MISSING or not _jsonable(value):
             name = dotted(arg)
             if name is None or name.split(".")[0] not in bound:
@@ -502,6 +515,43 @@ def _ctor_args(
             value = {"$name": name}
         values.append(value)
     if any(kw.arg is None for kw in call.keywords):
+        return None
+    args = values[: len(call.args)]
+    kwargs = {kw.arg: v for kw, v in zip(call.keywords, values[len(call.args) :], strict=True)}
+    return {"args": args, "kwargs": kwargs, "where": f"{path}:{call.lineno}"}
+
+
+def _option_value(node: ast.expr, options: dict[str, Any]) -> Any:
+    """The argparse default an `args.name` argument takes (MISSING when it is no option)."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return MISSING
+    namespace = options.get(node.value.id)
+    if namespace is None or node.attr not in vars(namespace):
+        return MISSING
+    value = getattr(namespace, node.attr)
+    return value if _jsonable(value) and value is not None else MISSING
+
+
+#: A constructor argument the call site computes from data (`len(corpus.dictionary)`).
+UNKNOWN = {"$unknown": True}
+
+
+def _partial_args(call: ast.Call, path: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments of a call site that passes some options of the script's command line
+    (`RNNModel(args.model, ntokens, args.emsize)`): literals and options valued, the rest
+    (sizes the script reads from its data) marked `UNKNOWN`, to be guessed."""
+    if not options or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    if any(kw.arg is None for kw in call.keywords):
+        return None
+    nodes = [*call.args, *(k.value for k in call.keywords)]
+    values = []
+    for node in nodes:
+        value = literal(node)
+        if value is MISSING:
+            value = _option_value(node, options)
+        values.append(value if value is not MISSING and _jsonable(value) else UNKNOWN)
+    if not any(_option_value(node, options) is not MISSING for node in nodes):
         return None
     args = values[: len(call.args)]
     kwargs = {kw.arg: v for kw, v in zip(call.keywords, values[len(call.args) :], strict=True)}

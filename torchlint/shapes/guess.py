@@ -38,13 +38,34 @@ _HEAD_COUNTS = (2, 4, 2)
 _MAX_GUESSED = 8
 
 
-def guesses(cls: type) -> list[dict[str, Any]] | None:
-    """Three sets of keyword arguments for `cls`'s required parameters, or None."""
+def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
+    """Three sets of keyword arguments for `cls`'s required parameters, or None.
+
+    `partial` is a call site's arguments where some are known (literals, the script's
+    options) and the rest `{"$unknown": True}`: the known ones are kept in every run and
+    only the others guessed.
+    """
     try:
         parameters = list(inspect.signature(cls).parameters.values())
     except (TypeError, ValueError):
         return None
-    return guesses_for(parameters)
+    known = _known(parameters, partial) if partial else {}
+    if known is None:
+        return None
+    parameters = [p.replace(default=known[p.name]) if p.name in known else p for p in parameters]
+    runs = guesses_for(parameters)
+    return None if runs is None else [{**known, **run} for run in runs]
+
+
+def _known(parameters: list[inspect.Parameter], partial: dict[str, Any]) -> dict[str, Any] | None:
+    """The known arguments of a call site, by parameter name (None if they do not fit)."""
+    named = [p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    positional = [p for p in named if p.kind is p.POSITIONAL_OR_KEYWORD]
+    args, kwargs = partial.get("args", []), partial.get("kwargs", {})
+    if len(args) > len(positional) or any(k not in {p.name for p in named} for k in kwargs):
+        return None
+    given = {**{p.name: v for p, v in zip(positional, args, strict=False)}, **kwargs}
+    return {k: v for k, v in given.items() if v != {"$unknown": True}}
 
 
 def guesses_for(parameters: list[inspect.Parameter]) -> list[dict[str, Any]] | None:

@@ -311,8 +311,36 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
             if name in pools and first is current:
                 current = consumer
                 continue
+            if name in _MATMULS and first is current:
+                return _weight_product(consumer, root, steps)
         return None
     return None
+
+
+#: Products of the input with a weight matrix (`torch.mm(x, self.weight)`, `x @ self.w`).
+_MATMULS = frozenset({"mm", "matmul", "spmm"})
+
+
+def _weight_product(
+    consumer: fx.Node, root: nn.Module, steps: list[tuple[str, list[Any]]]
+) -> list[InputPlan] | None:
+    """`torch.mm(x, self.weight)` with a [K, M] parameter: x is [N, K] ([N, L, K] too for
+    `matmul`, which batches over leading sizes)."""
+    other = consumer.args[1] if len(consumer.args) > 1 else None
+    if not isinstance(other, fx.Node) or other.op != "get_attr":
+        return None
+    try:
+        weight = root.get_parameter(str(other.target))
+    except AttributeError:
+        return None
+    if weight.dim() != 2:
+        return None
+    N, L = Dim.free("N"), Dim.free("L")
+    k = Dim.fixed(int(weight.shape[0]))
+    name = op_name(consumer.target)
+    templates = [[N, k]] if name in ("mm", "spmm") else [[N, k], [N, L, k]]
+    shapes = [_invert(template, steps) for template in templates]
+    return [InputPlan([TensorSpec(s, torch.float32)]) for s in shapes if s is not None] or None
 
 
 # -- inference from the source, when the trace stops before the first layer -------------------
@@ -630,6 +658,8 @@ def _self_attribute(func: ast.AST) -> str | None:
 _TOKEN_NAMES = frozenset({"input_ids", "token_ids", "tokens", "idx", "src_tokens"})
 #: Forward parameters that take a block's hidden states, [N, L, hidden size].
 _HIDDEN_NAMES = frozenset({"hidden_states", "hidden_state", "sequence_output"})
+#: Forward parameters that take a graph's (dense or sparse) adjacency matrix, [N, N].
+_ADJACENCY_NAMES = frozenset({"adj", "adj_mat", "adj_matrix", "adjacency", "adjacency_matrix"})
 _HIDDEN_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim")
 
 
@@ -666,6 +696,11 @@ def infer_from_name(
         if "MultipleChoice" in type(model).__name__:
             dims.insert(1, Dim.free("C"))
         return [InputPlan([TensorSpec(dims, torch.long)])]
+    if name in _ADJACENCY_NAMES:
+        # The graph's nodes are the rows of the node features: the same N.
+        dims = [Dim.free("N"), Dim.free("N")]
+        label = f"the input [N, N] (`{name}`: a graph's adjacency over its N nodes)"
+        return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
     if name in _HIDDEN_NAMES:
         config = config if config is not None else getattr(model, "config", None)
         for field in _HIDDEN_FIELDS:

@@ -24,7 +24,10 @@ def recover(module: Any, name: str) -> bool:
     tree = _tree(module)
     if tree is None or (name in namespace and not _stand_in(namespace[name])):
         return False
-    options = _options(tree)
+    options = parsed_options(tree)
+    if name in options:  # `self.lr = args.lr` in a constructor: the parsed options
+        namespace[name] = options[name]
+        return True
     return _define(name, tree, namespace, options, depth=0)
 
 
@@ -72,8 +75,9 @@ def _assignment(tree: ast.Module, name: str) -> ast.expr | None:
     return None
 
 
-def _options(tree: ast.Module) -> dict[str, argparse.Namespace]:
-    """`{"opt": Namespace(ngf=64, ...)}` for each `opt = parser.parse_args()` at top level."""
+def parsed_options(tree: ast.Module) -> dict[str, argparse.Namespace]:
+    """`{"opt": Namespace(ngf=64, ...)}` for each `opt = parser.parse_args()` at top level
+    (or in the script's `__main__` block)."""
     defaults: dict[str, dict[str, Any]] = {}
     for node in ast.walk(tree):
         if (
@@ -86,7 +90,7 @@ def _options(tree: ast.Module) -> dict[str, argparse.Namespace]:
             if found is not None:
                 defaults.setdefault(node.func.value.id, {}).setdefault(*found)
     options = {}
-    for node in tree.body:
+    for node in _top_level(tree):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value
@@ -101,7 +105,55 @@ def _options(tree: ast.Module) -> dict[str, argparse.Namespace]:
             and value.func.value.id in defaults
         ):
             options[target.id] = argparse.Namespace(**defaults[value.func.value.id])
+    for name, attribute in _reassigned(tree):
+        # `args.nhid = 2 * args.emsize` after parsing: the default is not what is used.
+        if name in options:
+            vars(options[name]).pop(attribute, None)
     return options
+
+
+def _reassigned(tree: ast.Module) -> set[tuple[str, str]]:
+    """`(opt, field)` for each `opt.field = ...` (or `+=`) anywhere in the module."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = [t for target in node.targets for t in _flattened(target)]
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                found.add((target.value.id, target.attr))
+    return found
+
+
+def _flattened(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [t for element in target.elts for t in _flattened(element)]
+    return [target]
+
+
+def _top_level(tree: ast.Module) -> list[ast.stmt]:
+    """The module's statements, with those of its `if __name__ == "__main__":` block (names
+    bound there are module globals too)."""
+    statements: list[ast.stmt] = []
+    for node in tree.body:
+        statements.append(node)
+        if isinstance(node, ast.If) and _main_guard(node.test):
+            statements.extend(node.body)
+    return statements
+
+
+def _main_guard(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
 
 
 def _argument_default(call: ast.Call) -> tuple[str, Any] | None:

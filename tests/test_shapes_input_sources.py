@@ -1,0 +1,109 @@
+"""Where inputs and constructor arguments come from when no layer or literal tells them:
+forward's docstring, its first unpacking, the script's argparse options."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from torchlint.shapes.described_shapes import described_plans, unpacked_plans  # noqa: E402
+from torchlint.shapes.discover import scan  # noqa: E402
+from torchlint.shapes.evidence import collect  # noqa: E402
+from torchlint.shapes.guess import guesses  # noqa: E402
+from torchlint.shapes.script_values import parsed_options  # noqa: E402
+
+
+class Documented(nn.Module):
+    def forward(self, hidden_states, mask, ids, steps):
+        """
+        Args:
+            hidden_states (`torch.Tensor` of shape `(batch size, sequence_len, embed_dims)`):
+                the tokens.
+            mask (`torch.BoolTensor`):
+                Boolean tensor of shape `(B, S)`.
+            ids (`torch.LongTensor` of shape `(batch_size, heads * head_dim)`): not a size.
+            steps: one value per sample, shape (batch_size,)
+        """
+        return hidden_states
+
+
+class Unpacking(nn.Module):
+    def forward(self, x, y):
+        b, c, h, w = x.shape
+        z = y.mean()
+        t, s = y.size()
+        return x.reshape(b, c * h * w) + z + t + s
+
+
+def test_docstring_shapes() -> None:
+    model = Documented()
+    plans = described_plans(model, "hidden_states")
+    assert plans is not None and plans[0].source == "named"
+    assert [d.name for d in plans[0].specs[0].dims] == ["N", "L", "embed_dims"]
+    mask = described_plans(model, "mask")
+    assert mask is not None and [d.name for d in mask[0].specs[0].dims] == ["N", "L"]
+    assert mask[0].specs[0].dtype == torch.bool
+    assert described_plans(model, "ids") is None  # an expression: no plain size
+    steps = described_plans(model, "steps")
+    assert steps is not None and [d.name for d in steps[0].specs[0].dims] == ["N"]
+    assert described_plans(model, "missing") is None
+
+
+def test_unpacked_shapes() -> None:
+    model = Unpacking()
+    plans = unpacked_plans(model, "x")
+    assert plans is not None and [d.name for d in plans[0].specs[0].dims] == ["N", "c", "H", "W"]
+    assert unpacked_plans(model, "y") is None  # read before it is unpacked
+
+
+SCRIPT = """
+import argparse
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self, rnn_type, ntoken, ninp, dropout=0.5):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="GRU")
+    parser.add_argument("--emsize", type=int, default=200)
+    parser.add_argument("--nhid", type=int, default=200)
+    args = parser.parse_args()
+    args.nhid = 2 * args.emsize
+    ntokens = len(open("vocab.txt").read())
+    model = Tagger(args.model, ntokens, args.emsize, dropout=0.1)
+    other = Tagger(args.model, 100, args.nhid)
+"""
+
+
+def test_options_parsed_in_the_main_block() -> None:
+    options = parsed_options(ast.parse(SCRIPT))
+    # `args.nhid` is set again after parsing: its default is not what the script uses.
+    assert vars(options["args"]) == {"model": "GRU", "emsize": 200}
+
+
+def test_call_site_with_options_and_data_sizes() -> None:
+    files = [("script.py", SCRIPT)]
+    facts = collect(scan(files), files, None)
+    entry = next(v for (_, name), v in facts.items() if name == "Tagger")
+    assert entry["ctor"] is None
+    assert entry["partial"]["args"] == ["GRU", {"$unknown": True}, 200]
+    assert entry["partial"]["kwargs"] == {"dropout": 0.1}
+
+    namespace: dict = {}
+    exec(compile(SCRIPT.split("if __name__")[0], "script.py", "exec"), namespace)
+    runs = guesses(namespace["Tagger"], entry["partial"])
+    assert runs is not None and len(runs) == 3
+    for run in runs:
+        assert run["rnn_type"] == "GRU" and run["ninp"] == 200 and run["dropout"] == 0.1
+    assert len({run["ntoken"] for run in runs}) > 1  # the data's size is guessed

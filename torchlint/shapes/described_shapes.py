@@ -1,0 +1,151 @@
+"""Input shapes that forward's docstring gives, or its first statements unpack.
+
+Released code documents its inputs: "hidden_states (`torch.Tensor` of shape `(batch_size,
+sequence_length, hidden_size)`)", "x: Tensor of shape `(B, S, D)`"; or it names their sizes
+first thing (`batch_size, channel, height, width = hidden_states.shape`). Such a shape tells
+the input's number of dimensions; its sizes stay free (the analysis solves for them), named
+so that inputs described alike share them (`(B, S, D)` and its mask's `(B, S)`). Docstrings
+can be stale: the plan counts as named by convention, so only a sized layer that no size
+fits is reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+
+import torch
+from torch import nn
+
+from torchlint.shapes.infer import forward_function
+from torchlint.shapes.inputs import HINTS, Dim, InputPlan, TensorSpec
+
+#: "shape `(a, b, c)`", "shape: (a, b)", "shape [a, b]" (no nested brackets).
+_SHAPE = re.compile(r"\bshape\s*:?\s*`*\s*[(\[]([^()\[\]`]*)[)\]]", re.I)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ]*")
+_BATCH = frozenset({"batch_size", "batch", "b", "bs", "bsz", "n", "num_samples"})
+#: Roles the analysis probes with the usual sizes (an image's sides, a sequence).
+_ROLES = {
+    "height": "H",
+    "h": "H",
+    "width": "W",
+    "w": "W",
+    "sequence_length": "L",
+    "sequence_len": "L",
+    "seq_len": "L",
+    "seq_length": "L",
+    "length": "L",
+    "num_tokens": "L",
+    "l": "L",
+    "s": "L",
+}
+#: A free size without a role starts here (the analysis solves it against the layers).
+_OTHER_HINT = 8
+
+
+def described_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
+    """The plan forward's docstring gives for its parameter `name`, or None."""
+    doc = getattr(type(model).forward, "__doc__", None)  # its own, not a base class's
+    entry = _entry(inspect.cleandoc(doc), name) if isinstance(doc, str) else None
+    found = _SHAPE.search(entry) if entry else None
+    if found is None:
+        return None
+    dims = _dims(found.group(1))
+    if dims is None:
+        return None
+    dtype = _dtype(entry)
+    text = ", ".join(p.strip() for p in found.group(1).split(",") if p.strip())
+    label = f"the input ({text}) described in forward's docstring"
+    return [InputPlan([TensorSpec(dims, dtype)], "named", label)]
+
+
+def unpacked_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
+    """The plan of an input whose sizes forward unpacks before anything else reads it
+    (`b, c, h, w = x.shape`): that many dimensions, the sizes named after the targets."""
+    function = forward_function(model)
+    if function is None:
+        return None
+    for statement in function.body:
+        targets = _unpacked_from(statement, name)
+        if targets is not None:
+            dims = _dims(", ".join(targets))
+            if dims is None:
+                return None
+            label = f"the input ({', '.join(targets)}) that forward unpacks"
+            return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
+        if name in {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}:
+            return None  # read otherwise first
+    return None
+
+
+def _unpacked_from(statement: ast.stmt, name: str) -> list[str] | None:
+    """`[b, c, h, w]` for `b, c, h, w = name.shape` (or `name.size()`)."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return None
+    target, value = statement.targets[0], statement.value
+    if isinstance(value, ast.Call) and not value.args and not value.keywords:
+        value = value.func if isinstance(value.func, ast.Attribute) else value
+        if not (isinstance(value, ast.Attribute) and value.attr == "size"):
+            return None
+    elif not (isinstance(value, ast.Attribute) and value.attr == "shape"):
+        return None
+    if not (isinstance(value.value, ast.Name) and value.value.id == name):
+        return None
+    if not isinstance(target, ast.Tuple) or len(target.elts) < 2:
+        return None
+    names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+    if any(n is None for n in names):
+        return None  # a starred or nested target: the rank is not fixed
+    return [n if n != "_" else f"size{i}" for i, n in enumerate(names)]  # type: ignore[misc]
+
+
+def _entry(doc: str, name: str) -> str | None:
+    """The text documenting one parameter: its line and the more indented lines after it."""
+    lines = doc.splitlines()
+    start = re.compile(rf"^\s*`?{re.escape(name)}`?\s*[(:]")
+    for index, line in enumerate(lines):
+        if not start.match(line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        block = [line]
+        for more in lines[index + 1 :]:
+            if more.strip() and len(more) - len(more.lstrip()) <= indent:
+                break
+            block.append(more)
+        return "\n".join(block)
+    return None
+
+
+def _dims(text: str) -> list[Dim] | None:
+    parts = [p.strip().strip("`").strip() for p in text.split(",")]
+    if parts and not parts[-1]:
+        parts.pop()  # `(batch_size,)`
+    if not parts:
+        return None
+    dims = []
+    for position, part in enumerate(parts):
+        if part.isdigit() and int(part) > 0:
+            dims.append(Dim.fixed(int(part)))
+            continue
+        if not _NAME.fullmatch(part):
+            return None  # an expression (`heads * head_dim`), `...`, `-1`: not a plain size
+        key = "_".join(part.lower().split())
+        if position == 0 and key in _BATCH:
+            dims.append(Dim.free("N"))
+        elif key in _ROLES:
+            dims.append(Dim.free(_ROLES[key]))
+        elif key in _BATCH:
+            return None  # a batch size past the first place: an unusual layout
+        else:
+            dims.append(Dim(key, HINTS.get(key, _OTHER_HINT)))
+    return dims  # a name given twice (`(B, S, S)`) is one size: a square
+
+
+def _dtype(entry: str) -> torch.dtype:
+    lowered = entry.lower()
+    if "longtensor" in lowered or re.search(r"\b(ids|indices)\b", lowered):
+        return torch.long
+    if "booltensor" in lowered or "boolean" in lowered:
+        return torch.bool
+    return torch.float32
