@@ -1,44 +1,122 @@
-"""Which project files a checked file imports, directly or not (static: `ast` only).
+"""Which project files the checked files import, directly or not (a text scan, no parsing).
 
 A shape result depends on more than the file itself: a size defined in `consts.py` and
 imported by `model.py` changes `model.py`'s findings. The results cache keys shape results
-on every project file found here, so that a warm run says what a cold run would.
+on the project files found here, so that a warm run says what a cold run would.
+
+Only the project counts: the package a checked file belongs to (its top-level package), or
+the folder of scripts it sits in, and whatever the working folder holds. Libraries installed
+beside it (numpy next to torch in site-packages) are not project files.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
-from torchlint.shapes.discover import module_identity
-
-#: Past this many files, following imports costs more than checking again.
+#: Past this many project files besides the checked ones, following imports costs more
+#: than checking again.
 LIMIT = 1000
 
 
-def imported_files(paths: Iterable[str], roots: Iterable[str]) -> list[str] | None:
-    """The project files (absolute paths) that `paths` import, transitively, sorted.
+@dataclass
+class ImportScan:
+    """What a scan found: the project files each file imports, and every path it looked
+    at with whether it was a file then (a file created there later changes the answer)."""
 
-    None when there are more than `LIMIT` (the caller should not rely on a cache then).
-    Imports resolve against `roots` (folders a project module is imported from) and, for
-    relative imports, the importing file's package. Packages count with their
-    `__init__.py`, which runs on import. Installed libraries are not project files.
+    edges: dict[str, set[str]] = field(default_factory=dict)
+    probes: dict[str, bool] = field(default_factory=dict)
+
+    def files(self) -> list[str]:
+        """Every file the scan read: the checked ones and what they import."""
+        return sorted(self.edges)
+
+
+def scan_imports(sources: Mapping[str, str], roots: Iterable[str]) -> ImportScan | None:
+    """The import edges of `sources` (absolute path -> text) and, transitively, of the
+    project files they import (read from disk).
+
+    None when more than `LIMIT` files besides `sources` are imported (the caller should not
+    rely on a cache then). Absolute imports resolve against `roots` (folders a project
+    module is imported from), relative ones against the importing file's package. Packages
+    count with their `__init__.py`, which runs on import.
     """
-    search = [os.path.abspath(r) for r in roots]
-    todo = [os.path.abspath(p) for p in paths]
-    seen = set(todo)
-    found: set[str] = set()
+    search = sorted({os.path.abspath(r) for r in roots})
+    trees = _Trees(search, sources)
+    scan = ImportScan()
+    todo = list(sources)
+    extra = 0
     while todo:
         path = todo.pop()
-        for dependency in _direct_imports(path, search):
-            if dependency not in seen:
-                if len(seen) >= LIMIT:
+        if path in scan.edges:
+            continue
+        text = sources.get(path)
+        if text is None:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                text = ""
+        found = _direct_imports(path, text, search, trees, scan.probes)
+        scan.edges[path] = found
+        for dependency in found:
+            if dependency not in scan.edges and dependency not in sources:
+                extra += 1
+                if extra > LIMIT:
                     return None
-                seen.add(dependency)
-                found.add(dependency)
                 todo.append(dependency)
-    return sorted(found)
+    return scan
+
+
+def imported_files(paths: Iterable[str], roots: Iterable[str]) -> list[str] | None:
+    """The project files (absolute paths) that `paths` import, transitively, sorted; None
+    past `LIMIT`."""
+    sources: dict[str, str] = {}
+    for path in paths:
+        path = os.path.abspath(path)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                sources[path] = handle.read()
+        except OSError:
+            sources[path] = ""
+    scan = scan_imports(sources, roots)
+    if scan is None:
+        return None
+    return [path for path in scan.files() if path not in sources]
+
+
+class _Trees:
+    """Where project files are: under each checked file's top-level package, in each
+    folder of loose scripts, and anywhere an import reaches from the working folder."""
+
+    def __init__(self, roots: list[str], sources: Iterable[str]) -> None:
+        self.loose = {os.getcwd()}
+        self.packages: set[str] = set()
+        for path in sources:
+            root, parts = package_of(os.path.dirname(path))
+            if parts:
+                self.packages.add(os.path.join(root, parts[0]))
+            else:
+                self.loose.add(root)
+
+    def holds(self, search: str, first: str) -> bool:
+        """Whether `import first...` found under the folder `search` is a project file."""
+        return search in self.loose or os.path.join(search, first) in self.packages
+
+
+@functools.lru_cache(maxsize=4096)
+def package_of(directory: str) -> tuple[str, tuple[str, ...]]:
+    """(the folder a module of `directory` is imported from, the package's dotted parts)."""
+    if not os.path.isfile(os.path.join(directory, "__init__.py")):
+        return directory, ()
+    parent, package = os.path.split(directory)
+    if not package.isidentifier() or parent == directory:
+        return directory, ()
+    root, parts = package_of(parent)
+    return root, (*parts, package)
 
 
 #: `import a.b, c` and `from .x import (y, z)`, wherever they are (in a function too). A
@@ -51,16 +129,11 @@ _IMPORT = re.compile(
 )
 
 
-def _direct_imports(path: str, roots: list[str]) -> set[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            source = handle.read()
-    except OSError:
-        return set()
-    root, module = module_identity(path, set())
-    package = module.split(".")
-    if os.path.basename(path) != "__init__.py":
-        package = package[:-1]
+def _direct_imports(
+    path: str, source: str, roots: list[str], trees: _Trees, probes: dict[str, bool]
+) -> set[str]:
+    root, package_parts = package_of(os.path.dirname(path))
+    package = list(package_parts)
     names: list[tuple[list[str], str]] = []  # (dotted parts, the root to search or "")
     for match in _IMPORT.finditer(source):
         dots, origin, imported, plain = match.groups()
@@ -82,10 +155,15 @@ def _direct_imports(path: str, roots: list[str]) -> set[str]:
         if not parts:
             continue
         for search in [where] if where else roots:
+            if not where and not trees.holds(search, parts[0]):
+                continue
             for end in range(1, len(parts) + 1):
                 base = os.path.join(search, *parts[:end])
                 for candidate in (os.path.join(base, "__init__.py"), base + ".py"):
-                    if os.path.isfile(candidate):
+                    is_file = probes.get(candidate)
+                    if is_file is None:
+                        is_file = probes[candidate] = os.path.isfile(candidate)
+                    if is_file:
                         files.add(candidate)
     files.discard(path)
     return files
