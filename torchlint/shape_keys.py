@@ -7,8 +7,8 @@ the settings. Files linked in any of these ways form a group, and a group's file
 key over all their contents: an edit re-checks the groups it touches, no other.
 
 `ShapeKeys.stamps` are what the keys were read from besides the checked files: the imported
-files' stamps, and those of the folders where an import did not find a file (one created
-there would change the answer, and its folder's stamp). While they hold, the keys do
+files' stamps, and those of the folders listed to resolve imports (a file created there
+would change the answer, and its folder's stamp). While they hold, the keys do
 (`ResultCache.shape_run`).
 """
 
@@ -69,9 +69,12 @@ def shape_keys(
             if digest is None:
                 return None
             stamps[path], digests[path] = stamp, digest
-    for path, is_file in scan.probes.items():
-        if not is_file:  # a file created there would change the answer, and its folder
-            _stamp_folder(os.path.dirname(path), stamps)
+    # A file created where an import found none would change the answer, and its folder.
+    for folder, (stamp, _) in scan.folders.items():
+        if stamp is not None:
+            stamps[folder] = stamp
+        else:
+            _stamp_folder(os.path.dirname(folder), stamps)
     members: dict[str, list[str]] = {}
     for path in digests:
         members.setdefault(group.find(path), []).append(path)

@@ -24,15 +24,31 @@ LIMIT = 1000
 
 @dataclass
 class ImportScan:
-    """What a scan found: the project files each file imports, and every path it looked
-    at with whether it was a file then (a file created there later changes the answer)."""
+    """What a scan found: the project files each file imports, and every folder it listed
+    to find them, with the folder's stamp (modification time, size) taken before listing it:
+    a file created there later changes the answer, and the stamp."""
 
     edges: dict[str, set[str]] = field(default_factory=dict)
-    probes: dict[str, bool] = field(default_factory=dict)
+    #: Folder -> (its stamp, or None when it could not be read; the names in it).
+    folders: dict[str, tuple[list[int] | None, frozenset[str]]] = field(default_factory=dict)
+    #: (dotted parts, the folder of a relative import or "") -> the files the import runs.
+    resolved: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = field(default_factory=dict)
 
     def files(self) -> list[str]:
         """Every file the scan read: the checked ones and what they import."""
         return sorted(self.edges)
+
+    def names_in(self, folder: str) -> frozenset[str]:
+        known = self.folders.get(folder)
+        if known is None:
+            try:
+                info = os.stat(folder)
+                stamp: list[int] | None = [info.st_mtime_ns, info.st_size]
+                names = frozenset(os.listdir(folder))
+            except OSError:
+                stamp, names = None, frozenset()
+            known = self.folders[folder] = (stamp, names)
+        return known[1]
 
 
 def scan_imports(sources: Mapping[str, str], roots: Iterable[str]) -> ImportScan | None:
@@ -60,7 +76,7 @@ def scan_imports(sources: Mapping[str, str], roots: Iterable[str]) -> ImportScan
                     text = handle.read()
             except OSError:
                 text = ""
-        found = _direct_imports(path, text, search, trees, scan.probes)
+        found = _direct_imports(path, text, search, trees, scan)
         scan.edges[path] = found
         for dependency in found:
             if dependency not in scan.edges and dependency not in sources:
@@ -130,7 +146,7 @@ _IMPORT = re.compile(
 
 
 def _direct_imports(
-    path: str, source: str, roots: list[str], trees: _Trees, probes: dict[str, bool]
+    path: str, source: str, roots: list[str], trees: _Trees, scan: ImportScan
 ) -> set[str]:
     root, package_parts = package_of(os.path.dirname(path))
     package = list(package_parts)
@@ -152,21 +168,36 @@ def _direct_imports(
         names.extend(([*parts, word], where) for word in _words(imported))
     files: set[str] = set()
     for parts, where in names:
-        if not parts:
-            continue
-        for search in [where] if where else roots:
-            if not where and not trees.holds(search, parts[0]):
-                continue
-            for end in range(1, len(parts) + 1):
-                base = os.path.join(search, *parts[:end])
-                for candidate in (os.path.join(base, "__init__.py"), base + ".py"):
-                    is_file = probes.get(candidate)
-                    if is_file is None:
-                        is_file = probes[candidate] = os.path.isfile(candidate)
-                    if is_file:
-                        files.add(candidate)
+        if parts:
+            files.update(_resolve(tuple(parts), where, roots, trees, scan))
     files.discard(path)
     return files
+
+
+def _resolve(
+    parts: tuple[str, ...], where: str, roots: list[str], trees: _Trees, scan: ImportScan
+) -> tuple[str, ...]:
+    """The project files `import a.b.c` runs (a/__init__.py, a/b.py, ...), from `where` (a
+    relative import) or else from any of `roots`; remembered in `scan`."""
+    remembered = scan.resolved.get((parts, where))
+    if remembered is not None:
+        return remembered
+    files: list[str] = []
+    for search in [where] if where else roots:
+        if not where and not trees.holds(search, parts[0]):
+            continue
+        folder = search
+        for part in parts:
+            names = scan.names_in(folder)
+            if f"{part}.py" in names:
+                files.append(os.path.join(folder, f"{part}.py"))
+            if part not in names:
+                break
+            folder = os.path.join(folder, part)
+            if "__init__.py" in scan.names_in(folder):
+                files.append(os.path.join(folder, "__init__.py"))
+    scan.resolved[(parts, where)] = found = tuple(files)
+    return found
 
 
 def _words(names: str) -> list[str]:
