@@ -102,6 +102,15 @@ class _Task:
 
 def display_path(path: Path) -> str:
     """The path as users see it: relative to the working directory when under it."""
+    if os.name == "posix":  # the same answer by string prefix: no exception per outside path
+        if not path.is_absolute():
+            return path.as_posix()
+        cwd = os.getcwd()
+        text = str(path)
+        prefix = cwd if cwd.endswith("/") else cwd + "/"
+        if text.startswith(prefix):
+            return Path(text[len(prefix) :]).as_posix()
+        return "." if text == cwd else text
     try:
         return path.absolute().relative_to(Path.cwd()).as_posix()
     except ValueError:
@@ -417,7 +426,9 @@ def _note_cached_timeouts(
     if not count:
         return
     load = record.get("load") if record else None
-    then = f" (load average {load:.1f} on {os.cpu_count()} cores then)" if load else ""
+    then = ""
+    if isinstance(load, (int, float)) and load > 0:
+        then = f" (load average {load:.1f} on {os.cpu_count()} cores then)"
     result.warnings.append(
         f"shape checks of {count} file{'s' if count != 1 else ''} timed out in an earlier"
         f" run{then} and are not retried: --no-cache, or a larger TORCHLINT_SHAPES_TIMEOUT,"
