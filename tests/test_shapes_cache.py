@@ -126,3 +126,191 @@ def test_imported_files_are_followed_transitively(tmp_path: Path) -> None:
         "pkg/sub/__init__.py",
         "pkg/sub/deep.py",
     ]
+
+
+SPY = """\
+import sys
+import torchlint.shapes as _shapes
+
+_check_files = _shapes.check_files
+
+
+def _spy(files, **options):
+    checked = options.get("checked")
+    print("checked:", "all" if checked is None else sorted(checked), file=sys.stderr)
+    return _check_files(files, **options)
+
+
+_shapes.check_files = _spy
+"""
+
+OTHER = """\
+import torch.nn as nn
+
+
+class Other(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.fc2 = nn.Linear(5, 2)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+"""
+
+
+def checked(result) -> list[str]:
+    """What the shape checks were asked to check in a run (`SPY`), one line per call."""
+    return [line for line in result.stderr.splitlines() if line.startswith("checked:")]
+
+
+def test_an_edit_checks_again_only_the_files_it_can_change(project: Path) -> None:
+    pytest.importorskip("torch")
+    (project / "other.py").write_text(OTHER)
+    cold = lint(project)
+    assert "model.py:10:20: TL601" in cold.stdout and "other.py:8:20: TL601" in cold.stdout
+    assert checked(run_cli("--select", "TL6", ".", cwd=project, prelude=SPY)) == []
+    (project / "other.py").write_text(OTHER.replace("Linear(5, 2)", "Linear(6, 2)"))
+    warm = run_cli("--select", "TL6", ".", cwd=project, prelude=SPY)
+    assert checked(warm) == ["checked: ['other.py']"]
+    assert warm.stdout == lint(project, "--no-cache").stdout
+    assert "model.py:10:20: TL601" in warm.stdout and "other.py" not in warm.stdout
+    (project / "consts.py").write_text("IN = 8\n")  # only model.py imports it
+    warm = run_cli("--select", "TL6", ".", cwd=project, prelude=SPY)
+    assert checked(warm) == ["checked: ['model.py']"]
+    assert warm.stdout == lint(project, "--no-cache").stdout == "All checks passed!\n"
+
+
+def test_groups_follow_imports_and_named_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchlint.shape_keys import shape_keys
+
+    files = {
+        "model.py": MODEL,
+        "other.py": OTHER,
+        "train.py": "import torch\n\nnet = Other()\nnet(torch.randn(2, 4))\n",
+        "lone.py": OTHER.replace("Other", "Lone"),
+    }
+    (tmp_path / "consts.py").write_text("IN = 30\n")  # imported, not checked
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    candidates = {"model.py": "", "other.py": "", "lone.py": ""}
+
+    def keys_of(edits: dict[str, str]):
+        sources = {**files, **edits}
+        keys = shape_keys({n: t.encode() for n, t in sources.items()}, sources, candidates, "")
+        assert keys is not None
+        return keys
+
+    keys = keys_of({})
+    assert keys.groups == {
+        "model.py": {"model.py"},
+        "other.py": {"other.py"},
+        "lone.py": {"lone.py"},
+    }
+    assert str(tmp_path / "consts.py") in keys.stamps  # read from disk: stamped
+    # train.py names Other: its call sites are evidence for other.py, not for the rest.
+    again = keys_of({"train.py": "net = Other(8)\n"})
+    assert again.keys["other.py"] != keys.keys["other.py"]
+    assert again.keys["model.py"] == keys.keys["model.py"]
+    assert again.keys["lone.py"] == keys.keys["lone.py"]
+
+
+def test_a_warm_run_reads_no_file_for_its_shape_results(project: Path) -> None:
+    pytest.importorskip("torch")
+    from tests.test_cache_stamps import _settle
+
+    (project / ".torchlint_cache").mkdir()
+    _settle(project)  # files nobody is editing: their stamps can be trusted
+    cold = lint(project)
+    probe = SPY + (
+        "import atexit\n"
+        "atexit.register(lambda: print('keyed:', 'torchlint.shape_keys' in sys.modules))\n"
+    )
+    warm = run_cli("--select", "TL6", ".", cwd=project, prelude=probe)
+    assert warm.stdout.startswith(cold.stdout) and "keyed: False" in warm.stdout
+    assert checked(warm) == []
+
+
+def test_libraries_beside_the_package_are_not_project_files(tmp_path: Path) -> None:
+    from torchlint.shapes.dependencies import imported_files
+
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "lib").mkdir()
+    (site / "pkg" / "__init__.py").write_text("")
+    (site / "pkg" / "model.py").write_text("import lib\nfrom pkg import sizes\n")
+    (site / "pkg" / "sizes.py").write_text("")
+    (site / "lib" / "__init__.py").write_text("")
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "train.py").write_text("import helper\nimport lib\n")
+    (scripts / "helper.py").write_text("")
+    found = imported_files([str(site / "pkg" / "model.py")], [str(site)])
+    assert found == [str(site / "pkg" / "__init__.py"), str(site / "pkg" / "sizes.py")]
+    found = imported_files([str(scripts / "train.py")], [str(scripts), str(site)])
+    assert found == [str(scripts / "helper.py")]
+
+
+SPIN = """\
+import torch.nn as nn
+
+
+class Spin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        while True:
+            pass
+
+    def forward(self, x):
+        return x
+"""
+
+
+def test_a_time_out_is_kept_said_and_retried_on_request(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from tests.test_cache_stamps import _settle
+
+    (tmp_path / "spin.py").write_text(SPIN)
+    (tmp_path / ".torchlint_cache").mkdir()
+    _settle(tmp_path)
+    quick = {"TORCHLINT_SHAPES_TIMEOUT": "1"}
+    args = ("--select", "TL6", "--extend-select", "TL690", ".")
+    cold = run_cli(*args, cwd=tmp_path, env=quick)
+    assert "spin.py:1:1: TL690 shape check skipped: timed out after 1 s" in cold.stdout
+    warm = run_cli(*args, cwd=tmp_path, env=quick, prelude=SPY)
+    assert warm.stdout == cold.stdout and checked(warm) == []
+    assert "timed out in an earlier run (load average" in warm.stderr
+    assert "--no-cache" in warm.stderr
+    results = tmp_path / ".torchlint_cache" / "results.json"
+    data = json.loads(results.read_text())
+    for record in data["shape_runs"].values():
+        record["load"] = "busy"  # damaged: the note goes without it
+    results.write_text(json.dumps(data))
+    warm = run_cli(*args, cwd=tmp_path, env=quick, prelude=SPY)
+    assert warm.stdout == cold.stdout and checked(warm) == []
+    assert "timed out in an earlier run and are not retried" in warm.stderr
+    retried = run_cli(*args, "--no-cache", cwd=tmp_path, env=quick, prelude=SPY)
+    assert checked(retried) == ["checked: all"]
+    longer = run_cli(*args, cwd=tmp_path, env={"TORCHLINT_SHAPES_TIMEOUT": "2"}, prelude=SPY)
+    assert checked(longer) == ["checked: ['spin.py']"]
+    assert "timed out after 2 s" in longer.stdout
+
+
+@pytest.mark.parametrize(
+    "runs", [5, [], {"x": 5}, {"x": {"keys": [], "stamps": 1}}, {"x": {"keys": {}, "stamps": []}}]
+)
+def test_damaged_shape_record_is_rebuilt(project: Path, runs: object) -> None:
+    pytest.importorskip("torch")
+    from torchlint.cache import engine_version
+
+    cold = lint(project, "--no-cache")
+    folder = project / ".torchlint_cache"
+    folder.mkdir()
+    data = {"version": engine_version(), "entries": {}, "shape_runs": runs}
+    (folder / "results.json").write_text(json.dumps(data))
+    result = lint(project)
+    assert result.stdout == cold.stdout and result.returncode == 1, result.stderr
+    assert isinstance(json.loads((folder / "results.json").read_text())["shape_runs"], dict)

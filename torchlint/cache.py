@@ -7,6 +7,10 @@ A cache file or entry that cannot be read as one is dropped: the file is linted 
 An entry may also keep the stamps (modification time and size) of the file and of what its
 key was computed from (`torchlint.semantic.resolve`): while they all hold, `known_key` gives
 the key without reading the file, so a warm run costs a few `stat` calls per file.
+
+The shape stage keeps one record per set of checked files and settings (`shape_run`): the
+key of each file's shape results and the stamps of what the keys were read from, so that a
+warm run finds its shape results without reading a file either.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ _TAG = (
 )
 # Stamps this recent may not tell two versions of a file apart (a coarse file-system clock).
 _SETTLED_NS = 2_000_000_000
+# Shape records kept (one per set of checked files and settings), the newest.
+_SHAPE_RUNS = 8
 
 
 @functools.cache
@@ -86,12 +92,15 @@ class ResultCache:
         self._dirty = False
         self._stats: dict[str, list[int] | None] = {}
         self._settled_before = time.time_ns() - _SETTLED_NS
+        self._shape_runs: dict[str, dict] = {}
         if enabled:
             with contextlib.suppress(OSError, ValueError):
                 data = json.loads(self.file.read_text(encoding="utf-8"))
                 if isinstance(data, dict) and data.get("version") == engine_version():
                     entries = data.get("entries")
                     self._entries = entries if isinstance(entries, dict) else {}
+                    runs = data.get("shape_runs")
+                    self._shape_runs = runs if isinstance(runs, dict) else {}
 
     def get(self, path: str, key: str, *, section: str = "") -> list[Diagnostic] | None:
         """The diagnostics stored for `path` under `key`; None if absent, stale or unreadable.
@@ -152,6 +161,36 @@ class ResultCache:
         except (KeyError, TypeError, AttributeError):
             return None
 
+    def shape_run(self, fingerprint: str) -> dict | None:
+        """The shape record stored for `fingerprint` while the stamps stored with it hold:
+        `keys` (checked file -> key) and `load` (the load average when it was made)."""
+        record = self._shape_runs.get(fingerprint) if self.enabled else None
+        try:
+            if record is None or not isinstance(record["keys"], dict):
+                return None
+            for name, stamp in record["stamps"].items():
+                if self._stat(name) != stamp:
+                    return None
+            return record
+        except (KeyError, TypeError, AttributeError):
+            return None
+
+    def put_shape_run(
+        self, fingerprint: str, keys: dict[str, str], stamps: dict[str, list[int] | None]
+    ) -> None:
+        """Store the keys of one run's shape results, found by `fingerprint` while `stamps`
+        hold (none too recent to tell two versions of a file apart)."""
+        if not self.enabled:
+            return
+        if any(s is not None and s[0] >= self._settled_before for s in stamps.values()):
+            return
+        self._shape_runs.pop(fingerprint, None)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        self._shape_runs[fingerprint] = {"keys": keys, "stamps": stamps, "load": load}
+        for old in list(self._shape_runs)[:-_SHAPE_RUNS]:
+            del self._shape_runs[old]
+        self._dirty = True
+
     def _stat(self, name: str) -> list[int] | None:
         if name not in self._stats:
             try:
@@ -171,7 +210,13 @@ class ResultCache:
             if not tag.exists():
                 tag.write_text(_TAG, encoding="utf-8")
                 (self.directory / ".gitignore").write_text("*\n", encoding="utf-8")
-            payload = json.dumps({"version": engine_version(), "entries": self._entries})
+            payload = json.dumps(
+                {
+                    "version": engine_version(),
+                    "entries": self._entries,
+                    "shape_runs": self._shape_runs,
+                }
+            )
             fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".results-")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload)

@@ -69,12 +69,14 @@ def _walk(root: Path, overrides: Overrides | None, result: Discovery, seen: set[
                 result.warnings.append(f"{directory}: symbolic link loop, not followed")
             continue
         visited_dirs.add(key)
-        ignores = inherited + (_gitignore_in(directory) if respect_gitignore else [])
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             result.warnings.append(f"{directory}: cannot list: {exc.strerror}")
             continue
+        ignores = inherited
+        if respect_gitignore and any(e.name == ".gitignore" for e in entries):
+            ignores = inherited + _gitignore_in(directory)
         subdirs = []
         wanted = file_filter(directory, overrides, within=root)
         for entry in entries:
@@ -126,15 +128,18 @@ def _gitignore_in(directory: Path) -> list[_Ignore]:
 
 
 def _ancestor_gitignores(root: Path) -> list[_Ignore]:
-    """.gitignore files above `root`, up to the repository's top, outermost first."""
+    """.gitignore files above `root`, up to the repository's top, outermost first; none
+    outside a repository."""
+    start = root.resolve().parent
+    top = next((folder for folder in (start, *start.parents) if (folder / ".git").exists()), None)
+    if top is None:
+        return []
     found: list[_Ignore] = []
-    current = root.resolve().parent
-    while True:
-        found = _gitignore_in(current) + found
-        if (current / ".git").exists() or current.parent == current:
-            break
-        current = current.parent
-    return found if (current / ".git").exists() else []
+    for folder in (start, *start.parents):
+        found = _gitignore_in(folder) + found
+        if folder == top:
+            return found
+    return found
 
 
 def _ignored(path: Path, ignores: list[_Ignore], is_dir: bool) -> bool:

@@ -28,6 +28,7 @@ from torchlint.semantic.resolve import Stamps, dependency_digest
 from torchlint.torch_version import target_torch_version
 
 if TYPE_CHECKING:
+    from torchlint.shape_keys import ShapeKeys
     from torchlint.shapes.client import WorkerProcess
 
 SHAPE_PREFIX = "TL6"
@@ -101,6 +102,15 @@ class _Task:
 
 def display_path(path: Path) -> str:
     """The path as users see it: relative to the working directory when under it."""
+    if os.name == "posix":  # the same answer by string prefix: no exception per outside path
+        if not path.is_absolute():
+            return path.as_posix()
+        cwd = os.getcwd()
+        text = str(path)
+        prefix = cwd if cwd.endswith("/") else cwd + "/"
+        if text.startswith(prefix):
+            return Path(text[len(prefix) :]).as_posix()
+        return "." if text == cwd else text
     try:
         return path.absolute().relative_to(Path.cwd()).as_posix()
     except ValueError:
@@ -321,15 +331,17 @@ def _shape_diagnostics(
     Without torch, one warning says the checks were skipped and how to get them. `started`:
     a worker started early (`_early_worker`), used if a model is checked.
     """
-    candidates = _shape_candidates(tasks, overrides)
     mode = _shape_mode(tasks, overrides) if tasks else "off"
-    if mode == "off" or not candidates:
+    if mode == "off":
         return [], 0
     try:
         from torchlint import shapes
     except ImportError:
         shapes = None
     if shapes is None or not shapes.torch_available():
+        candidates = _shape_candidates(tasks, overrides)
+        if not candidates:
+            return [], 0
         if mode == "on":
             raise TorchlintError(
                 "shape checks are on (shapes = true / --shapes) but torch cannot be imported;"
@@ -339,32 +351,89 @@ def _shape_diagnostics(
         result.warnings.append(NO_TORCH_NOTE.format(count=files))
         result.not_run.append("shape checks: torch is not installed")
         return [], 0
+    cached = cache is not None and cache.enabled
+    fingerprint = _shape_fingerprint(tasks, overrides) if cached else ""
+    if cache is not None and cached:
+        served = _shape_run_from_cache(tasks, cache, fingerprint, result)
+        if served is not None:
+            return served
+    candidates = _shape_candidates(tasks, overrides)
+    if not candidates:
+        return [], 0
     evidence = _shape_evidence(tasks, candidates)
-    # Keys read every imported project file: worth it only when the cache is in use.
-    keys = _shape_keys(candidates, evidence) if cache is not None and cache.enabled else None
-    if cache is not None and keys is not None:
-        hits = {
-            t.display: cache.get(t.display, keys[t.display], section=_SHAPES) for t in candidates
-        }
-        if all(h is not None for h in hits.values()):
-            return _shape_report(candidates, hits)
     sources = _shape_sources([*candidates, *evidence])
-    declared = {}
-    for task in candidates:
-        declared.update(dict(task.settings.config.declared_shapes))
-    if progress is not None:
-        progress("shapes", 0, len(sources))
-    found = shapes.check_files(list(sources.items()), declared=declared, started=started)
+    keys = _shape_keys(candidates, evidence, sources) if cached else None
     per_file: dict[str, list[Diagnostic] | None] = {}
-    for task in candidates:
-        if task.display not in sources:
-            continue
-        kept = apply_suppressions(sources[task.display], found.get(task.display, []))
-        kept = map_diagnostics(task.display, task.data, kept)
-        if cache is not None and keys is not None and not _incomplete(kept):
-            cache.put(task.display, keys[task.display], kept, section=_SHAPES)
-        per_file[task.display] = kept
+    if cache is not None and keys is not None:
+        for task in candidates:
+            per_file[task.display] = cache.get(
+                task.display, keys.keys[task.display], section=_SHAPES
+            )
+        _note_cached_timeouts(result, per_file, cache.shape_run(fingerprint))
+    missing = [t for t in candidates if per_file.get(t.display) is None]
+    if missing:
+        # Only the groups of files that changed are checked again; every file is evidence.
+        checked = set().union(*(keys.groups[t.display] for t in missing)) if keys else None
+        declared = {}
+        for task in candidates:
+            declared.update(dict(task.settings.config.declared_shapes))
+        if progress is not None:
+            progress("shapes", 0, len(sources))
+        found = shapes.check_files(
+            list(sources.items()), declared=declared, started=started, checked=checked
+        )
+        for task in candidates:
+            if checked is not None and task.display not in checked:
+                continue
+            kept: list[Diagnostic] = []
+            if task.display in sources:
+                kept = apply_suppressions(sources[task.display], found.get(task.display, []))
+                kept = map_diagnostics(task.display, task.data, kept)
+            if cache is not None and keys is not None and not _incomplete(kept):
+                cache.put(task.display, keys.keys[task.display], kept, section=_SHAPES)
+            per_file[task.display] = kept
+    complete = all(d is not None and not _incomplete(d) for d in per_file.values())
+    if cache is not None and keys is not None and complete:
+        cache.put_shape_run(fingerprint, keys.keys, keys.stamps)
     return _shape_report(candidates, per_file)
+
+
+def _shape_run_from_cache(
+    tasks: list[_Task], cache: ResultCache, fingerprint: str, result: RunResult
+) -> tuple[list[Diagnostic], int] | None:
+    """The shape results of a run whose files, settings and imports are as when they were
+    stored: found by stamps, no file read. None when any of them changed."""
+    record = cache.shape_run(fingerprint)
+    if record is None:
+        return None
+    by_display = {t.display: t for t in tasks}
+    per_file: dict[str, list[Diagnostic] | None] = {}
+    for display, key in record["keys"].items():
+        task = by_display.get(display)
+        found = cache.get(display, key, section=_SHAPES) if task is not None else None
+        if found is None:
+            return None
+        per_file[display] = found
+    _note_cached_timeouts(result, per_file, record)
+    return _shape_report([by_display[d] for d in per_file], per_file)
+
+
+def _note_cached_timeouts(
+    result: RunResult, per_file: dict[str, list[Diagnostic] | None], record: dict | None
+) -> None:
+    """A time-out kept in the cache is not retried: say so, and how to retry it."""
+    count = sum(any(_timed_out(d) for d in found or ()) for found in per_file.values())
+    if not count:
+        return
+    load = record.get("load") if record else None
+    then = ""
+    if isinstance(load, (int, float)) and load > 0:
+        then = f" (load average {load:.1f} on {os.cpu_count()} cores then)"
+    result.warnings.append(
+        f"shape checks of {count} file{'s' if count != 1 else ''} timed out in an earlier"
+        f" run{then} and are not retried: --no-cache, or a larger TORCHLINT_SHAPES_TIMEOUT,"
+        " checks them again"
+    )
 
 
 def _shape_candidates(tasks: list[_Task], overrides: Overrides) -> list[_Task]:
@@ -400,8 +469,10 @@ def _early_worker(
     """A shape worker started while the source rules run (its torch import overlaps them),
     when the shape stage will check a model; none when its results will likely come from the
     cache (no file it reads changed)."""
+    if (cache.enabled and not misses) or _shape_mode(tasks, overrides) == "off":
+        return []  # not one file read: a warm run
     candidates = _shape_candidates(tasks, overrides)
-    if not candidates or _shape_mode(tasks, overrides) == "off":
+    if not candidates:
         return []
     evidence = _shape_evidence(tasks, candidates)
     changed = {id(t) for t in misses}
@@ -438,53 +509,62 @@ def _unfinished(diagnostic: Diagnostic) -> bool:
     )
 
 
-def _shape_keys(candidates: list[_Task], evidence: list[_Task]) -> dict[str, str] | None:
-    """Cache keys for one run's shape results; None when they cannot be trusted.
+def _shape_fingerprint(tasks: list[_Task], overrides: Overrides) -> str:
+    """What a run's shape results depend on, read without reading a file: every file's key
+    (its content, imports and codes), its shape settings, the environment and torch."""
+    from torchlint.torch_version import installed_torch_version
 
-    Shape results of a file depend on the other checked files (evidence, call sites), on
-    every project file they import (sizes defined elsewhere), on the shape configuration,
-    torchlint's version (in `cache_key`) and torch's, so each key covers all of them.
-    """
-    from torchlint.shapes.dependencies import imported_files
-    from torchlint.shapes.discover import module_identity
-
-    paths = [str(t.path.absolute()) for t in candidates if t.path is not None]
-    roots = {module_identity(p, set(paths))[0] for p in paths} | {os.getcwd()}
-    dependencies = imported_files(paths, roots)
-    if dependencies is None:
-        return None
-    digest = hashlib.sha256()
-    for name in ("TORCHLINT_SHAPES_TIMEOUT", "TORCHLINT_SHAPES_MEMORY_MB"):
+    digest = hashlib.sha256(f"{overrides.shapes}\0{os.getcwd()}\0".encode())
+    digest.update(f"{installed_torch_version()}\0".encode())
+    for name in _SHAPE_ENVIRONMENT:
         digest.update(f"{name}={os.environ.get(name, '')}\0".encode())
-    for task in candidates:
+    for task in tasks:
         config = task.settings.config
         digest.update(f"{task.display}\0{task.key}\0{config.shapes}\0".encode())
-        digest.update(repr(config.declared_shapes).encode() + b"\0" + task.data + b"\0")
-    for task in evidence:
-        digest.update(f"{task.display}\0".encode() + task.data + b"\0")
-    for path in dependencies:
-        try:
-            digest.update(path.encode() + b"\0" + Path(path).read_bytes() + b"\0")
-        except OSError:
-            return None
-    import importlib.metadata
+        digest.update(repr(config.declared_shapes).encode() + b"\0")
+    return digest.hexdigest()
 
-    try:
-        torch_version = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch_version = ""
-    run = digest.hexdigest()
-    return {
-        t.display: cache_key(t.data, t.settings.enabled, torch_version, run) for t in candidates
+
+#: Settings of the shape checks read from the environment.
+_SHAPE_ENVIRONMENT = ("TORCHLINT_SHAPES_TIMEOUT", "TORCHLINT_SHAPES_MEMORY_MB")
+
+
+def _shape_keys(
+    candidates: list[_Task], evidence: list[_Task], sources: dict[str, str]
+) -> ShapeKeys | None:
+    """Cache keys for the candidates' shape results (`torchlint.shape_keys`); None when
+    they cannot be trusted.
+
+    Beside the files of its group, each key covers the run's shape configuration, the
+    environment's limits, torchlint's version (in `cache_key`) and torch's.
+    """
+    from torchlint.shape_keys import shape_keys
+    from torchlint.torch_version import installed_torch_version
+
+    common = hashlib.sha256(f"{installed_torch_version()}\0{os.getcwd()}\0".encode())
+    for name in _SHAPE_ENVIRONMENT:
+        common.update(f"{name}={os.environ.get(name, '')}\0".encode())
+    for task in candidates:
+        common.update(repr(task.settings.config.declared_shapes).encode() + b"\0")
+    settings = {
+        t.display: cache_key(b"", t.settings.enabled, t.settings.config.shapes, common.hexdigest())
+        for t in candidates
     }
+    contents = {t.display: t.data for t in [*candidates, *evidence]}
+    return shape_keys(contents, sources, settings, common.hexdigest())
+
+
+def _timed_out(diagnostic: Diagnostic) -> bool:
+    return diagnostic.code == SKIPPED and "timed out" in diagnostic.message
 
 
 def _incomplete(diagnostics: list[Diagnostic]) -> bool:
-    """A result that depends on how busy the machine was (a time-out) is not kept."""
-    return any(
-        d.code == SKIPPED and ("timed out" in d.message or "shape worker" in d.message)
-        for d in diagnostics
-    )
+    """A result the shape worker did not give (it did not start, or stopped) is not kept.
+
+    A time-out is: under load it may be spurious, but checking again on every run would
+    cost each warm run the whole time limit; the run that serves it says so.
+    """
+    return any(d.code == SKIPPED and "shape worker" in d.message for d in diagnostics)
 
 
 def _fix_shapes(

@@ -55,6 +55,7 @@ def check_files(
     only: Collection[tuple[str, str]] | None = None,
     stats: dict[str, list[dict[str, Any]]] | None = None,
     started: WorkerProcess | None = None,
+    checked: Collection[str] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
@@ -68,6 +69,7 @@ def check_files(
     its result, seconds) is stored by path, for benchmarks.
     `started`: a worker started earlier (`start_worker`, while the run did other work); it
     serves the check if a model is to be checked, and is stopped in any case.
+    `checked`: the paths of the files to check (the others are evidence only); None: all.
     """
     if timeout is None:
         try:
@@ -77,6 +79,9 @@ def check_files(
     worker = started
     try:
         infos = _scan(files)
+        if checked is not None:
+            chosen = {(i.path, n) for i in infos if i.path in checked for n in _names(i)}
+            only = chosen if only is None else {pair for pair in only if pair in chosen}
         if not infos:
             return {}
         if not torch_available():
@@ -90,6 +95,10 @@ def check_files(
     finally:
         if worker is not None:
             worker.close()
+
+
+def _names(info: FileInfo) -> list[str]:
+    return [*info.classes, *info.module_level]
 
 
 def needs_worker(files: list[tuple[str, str]]) -> bool:
@@ -141,6 +150,8 @@ def _check_models(
     from torchlint.shapes import evidence
 
     facts = evidence.collect(infos, files, declared)
+    # Every file's root, checked or evidence: its imports resolve as in a run that checks all.
+    roots = sorted({info.root for info in infos} | {os.getcwd()})
     if only is not None:
         # After collecting evidence: a class of the same name elsewhere keeps its own.
         for info in infos:
@@ -180,7 +191,6 @@ def _check_models(
         }
     from torchlint.shapes.client import run_worker
 
-    roots = sorted({info.root for info in infos} | {os.getcwd()})
     request = {
         "jobs": jobs,
         "texts": {os.path.abspath(path): text for path, text in files if path.endswith(".py")},
