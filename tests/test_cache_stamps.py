@@ -130,6 +130,14 @@ def test_rule_codes_read_from_the_rule_files_match_the_rules() -> None:
     assert rule_codes() == expected
 
 
+def test_rule_labels_read_from_the_rule_files_match_the_rules() -> None:
+    from torchlint.registry import all_rules
+    from torchlint.rule_codes import _labels
+
+    expected = {code: (rule.name, rule.severity) for code, rule in all_rules().items()}
+    assert _labels() == expected  # else a shape check's report imports the rules
+
+
 def test_cached_results_belong_to_the_code_that_made_them(tmp_path: Path) -> None:
     """A rule or engine module edited in place (an editable install, a patched rule) makes
     every cached result stale, though torchlint's version number is the same."""

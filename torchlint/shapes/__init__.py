@@ -295,11 +295,11 @@ def _settle_pending(results: dict[str, dict[str, Any]]) -> None:
 
 
 def _diagnostic(item: dict[str, Any], message: str, display: dict[str, str]) -> Diagnostic:
-    from torchlint.registry import all_rules
+    from torchlint.rule_codes import rule_label
 
-    rule = all_rules().get(item["code"])
-    name = rule.name if rule is not None else "shape-check"
-    severity = rule.severity if rule is not None else Severity.ERROR
+    # Not the rules themselves: a run whose rules ran in worker processes has not imported
+    # them (nor LibCST) here, and would only for these two facts.
+    name, severity = rule_label(item["code"]) or ("shape-check", Severity.ERROR)
     line, col = int(item.get("line", 1)), int(item.get("col", 1))
     return Diagnostic(
         path=display.get(item["path"], item["path"]),

@@ -155,7 +155,6 @@ def collect(
 def _example_input(node: ast.ClassDef, tree: ast.Module | None, path: str) -> Evidence | None:
     """Lightning's `self.example_input_array = torch.zeros(2, 1, 28, 28)` (a tuple for
     several inputs): the model's own example of its input."""
-    aliases = import_aliases(tree) if tree is not None else {}
     for inner in ast.walk(node):
         if not isinstance(inner, ast.Assign) or len(inner.targets) != 1:
             continue
@@ -167,6 +166,7 @@ def _example_input(node: ast.ClassDef, tree: ast.Module | None, path: str) -> Ev
             and target.value.id == "self"
         ):
             continue
+        aliases = import_aliases(tree) if tree is not None else {}
         values = inner.value.elts if isinstance(inner.value, ast.Tuple) else [inner.value]
         tensors = [_tensor_literal(value, aliases) for value in values]
         if not tensors or any(t is None for t in tensors):
