@@ -1,10 +1,12 @@
 """How a constructor uses its parameters, read from its source: which are layer sizes.
 
 `def __init__(self, ntoken, ninp, nhid, nlayers, rnn_type)` says little by its names; its
-body says more: `nn.Embedding(ntoken, ninp)` makes `ntoken` and `ninp` sizes, `range(nlayers)`
-a count, `if rnn_type in ["LSTM", "GRU"]` a choice among those strings, `if tie_weights:` a
-flag a branch depends on, and `self.shortcut = shortcut or nn.Identity()` a part that the
-parent hands in. The guesses (see `guess`) read these uses where names are silent.
+body says more: `nn.Embedding(ntoken, ninp)` makes `ntoken` and `ninp` sizes,
+`range(nlayers)` a count, `channels, height, width = img_shape` an image shape,
+`if rnn_type in ["LSTM", "GRU"]` a choice among those strings, `if tie_weights:` a flag a
+branch depends on, `model.channels` an object, and `self.shortcut = shortcut or
+nn.Identity()` a part that the parent hands in. The guesses (see `guess`) read these uses
+where names are silent.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ _KEYWORDS = {
 class Uses:
     """What the constructor does with each parameter (by name)."""
 
+    #: Whether the constructor's body was read (else nothing is known of any parameter).
+    read: bool = False
     kinds: dict[str, set[str]] = field(default_factory=dict)
     #: Literal values a parameter is compared with (`rnn_type == "LSTM"`), in source order.
     choices: dict[str, list[Any]] = field(default_factory=dict)
@@ -100,7 +104,7 @@ def init_uses(init: ast.FunctionDef) -> Uses:
     """The uses of `init`'s parameters in its body (nested functions included)."""
     args = init.args
     names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)[1:]}
-    uses = Uses()
+    uses = Uses(read=True)
     for node in ast.walk(init):
         if isinstance(node, ast.Call):
             _call(node, names, uses)
@@ -208,8 +212,6 @@ def _subscript(node: ast.Subscript, names: set[str], uses: Uses) -> None:
                 if isinstance(k, ast.Constant) and isinstance(k.value, str)
                 if k.value not in found
             ]
-    elif isinstance(node.value, ast.Name) and node.value.id in names:
-        uses.add(node.value.id, "shape")  # `input_shape[0]`
 
 
 def _assign(node: ast.Assign | ast.AnnAssign, names: set[str], uses: Uses) -> None:
@@ -217,7 +219,7 @@ def _assign(node: ast.Assign | ast.AnnAssign, names: set[str], uses: Uses) -> No
     value = node.value
     if value is None:
         return
-    unpacked = any(isinstance(t, ast.Tuple) for t in targets)
+    unpacked = any(isinstance(t, ast.Tuple) and len(t.elts) in (2, 3) for t in targets)
     if unpacked and isinstance(value, ast.Name) and value.id in names:
         uses.add(value.id, "shape")  # `channels, height, width = input_shape`
     parts = [value]

@@ -24,6 +24,7 @@ import ast
 import inspect
 import itertools
 import re
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -47,10 +48,12 @@ _FLAG = re.compile(r"^(use_|is_|has_|with_)|tie|tied|bias|bidirectional|batch_fi
 _SHAPE = re.compile(r"^(input|in|img|image|data)_?shape$", re.I)
 #: Multiples of 32 (a GroupNorm of 32 groups takes them), none twice another of its run.
 _SIZES = ((96, 160, 224, 352, 416, 544), (160, 224, 352, 416, 544, 608), (64,) * 6)
-_HEAD_COUNTS = (2, 4, 2)
-_LAYER_COUNTS = (2, 3, 2)
+#: Counts, heads and image shapes that no two relate alike in every run (a size met in a
+#: message is matched with one of them only: see `size_terms`).
+_HEAD_COUNTS = (2, 4, 8)
+_LAYER_COUNTS = (2, 3, 4)
 #: Images as (channels, height, width): sizes that halve five times, channels that differ.
-_IMAGE_SHAPES = ((3, 64, 64), (4, 128, 128), (3, 96, 96))
+_IMAGE_SHAPES = ((3, 64, 64), (1, 128, 128), (4, 96, 96))
 #: Parameters a guess can give at most: past this, a model is too much our own invention.
 _MAX_GUESSED = 8
 #: Values of the flags and choices a branch depends on tried at most (their combinations).
@@ -143,7 +146,7 @@ def _part(param: inspect.Parameter, uses: Uses) -> bool:
     """
     annotation = param.annotation
     if annotation is param.empty:
-        if uses.kinds and not uses.of(param.name) & {"kept", "part"}:
+        if uses.read and not uses.of(param.name) & {"kept", "part"}:
             return False
         return not (_NOT_PARTS.search(param.name) or _looks_like_size(param.name))
     text = annotation if isinstance(annotation, str) else repr(annotation)
@@ -160,6 +163,8 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
     annotation = param.annotation
     if isinstance(annotation, str):
         annotation = {"int": int, "bool": bool, "float": float}.get(annotation, annotation)
+    if _int_or_tuple(annotation):
+        annotation = int  # `kernel_size: _size_2_t`: an int does
     literal = _literal_values(annotation)
     if literal is not None:
         return literal
@@ -193,6 +198,15 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
     if annotation is param.empty and choices and len(choices) <= _MAX_VARIANTS:
         return list(choices)
     return None
+
+
+def _int_or_tuple(annotation: Any) -> bool:
+    """`int | tuple[int, int]` (torch's `_size_2_t`), as an object or as text."""
+    if isinstance(annotation, str):
+        return bool(re.fullmatch(r"_size_(\d|any)_t|Union\[int, .*\]|int \| .*", annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return int in typing.get_args(annotation)
+    return False
 
 
 def _literal_values(annotation: Any) -> list[Any] | None:

@@ -159,7 +159,7 @@ def _candidates(values: tuple[int, ...], known: dict[str, tuple[int, ...]]) -> I
         c = Fraction(values[0] - values[1], xs[0] - xs[1])
         k = values[0] - c * xs[0]
         fits = all(c * x + k == v for v, x in zip(values, xs, strict=True))
-        if c and k.denominator == 1 and _small(c) and fits:
+        if c > 0 and k.denominator == 1 and _small(c) and fits:
             yield f"{_scaled(name, c)}{'+' if k > 0 else '-'}{abs(k)}"
     for (a, xs), (b, ys) in itertools.combinations(items, 2):
         products = tuple(x * y for x, y in zip(xs, ys, strict=True))
