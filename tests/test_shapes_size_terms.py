@@ -116,9 +116,12 @@ def test_the_body_tells_sizes_counts_shapes_and_choices() -> None:
         "    if kind == 'lstm' and gated:\n"
         "        pass\n"
     )
-    assert [v.fixed for v in variants] == [
-        {"kind": "lstm", "gated": True},
-        {"kind": "lstm", "gated": False},
+    # Each value a branch tests, and for a string another value too (the else branch).
+    assert [(repr(v.fixed["kind"]), v.fixed["gated"]) for v in variants] == [
+        ("'lstm'", True),
+        ("'lstm'", False),
+        ("none of 'lstm'", True),
+        ("none of 'lstm'", False),
     ]
 
 

@@ -36,7 +36,7 @@ from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.feature_maps import list_plans, tensor_list_input
-from torchlint.shapes.guess import Variant, describe, guesses
+from torchlint.shapes.guess import OtherChoice, Variant, describe, guesses
 from torchlint.shapes.infer import (
     infer_from_graph,
     infer_from_name,
@@ -1144,7 +1144,10 @@ def _holds_for(name: str, variant: Variant) -> str:
     """` (for every value of FeedForward's d_model and width, when use_bias=True)`."""
     sized = list(dict.fromkeys(v.split("[")[0] for v in variables(variant.runs)))
     text = ", ".join(sized[:-1]) + " and " + sized[-1] if len(sized) > 1 else "".join(sized)
-    when = ", ".join(f"{k}={v!r}" for k, v in variant.fixed.items())
+    when = ", ".join(
+        f"{k} is {v!r}" if isinstance(v, OtherChoice) else f"{k}={v!r}"
+        for k, v in variant.fixed.items()
+    )
     if not sized:
         return f" (when {when})" if when else ""
     return f" (for every value of {name}'s {text}{', when ' + when if when else ''})"

@@ -76,6 +76,8 @@ class Uses:
     kinds: dict[str, set[str]] = field(default_factory=dict)
     #: Literal values a parameter is compared with (`rnn_type == "LSTM"`), in source order.
     choices: dict[str, list[Any]] = field(default_factory=dict)
+    #: Parameters compared with literals (`mode == "sum"`): another value takes the else branch.
+    open_choices: set[str] = field(default_factory=set)
 
     def of(self, name: str) -> set[str]:
         return self.kinds.get(name, set())
@@ -199,6 +201,7 @@ def _compare(node: ast.Compare, names: set[str], uses: Uses) -> None:
             continue
         found = uses.choices.setdefault(name, [])
         found += [v for v in values if isinstance(v, str) and v not in found]
+        uses.open_choices.add(name)
 
 
 def _subscript(node: ast.Subscript, names: set[str], uses: Uses) -> None:

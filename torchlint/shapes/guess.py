@@ -60,6 +60,24 @@ _MAX_GUESSED = 8
 _MAX_VARIANTS = 4
 
 
+class OtherChoice(str):
+    """A string that is none of those the constructor compares a parameter with: it takes
+    the `else` branch (`mode == "sum"` ... `else: self.merge = Concat()`)."""
+
+    def __new__(cls, choices: list[Any]) -> OtherChoice:
+        other = super().__new__(cls, "-".join(map(str, choices)) + "-other")
+        other.choices = tuple(choices)
+        return other
+
+    choices: tuple[Any, ...]
+
+    def __repr__(self) -> str:
+        return "none of " + ", ".join(map(repr, self.choices))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return OtherChoice, (list(self.choices),)
+
+
 @dataclass(frozen=True)
 class Variant:
     """One way to take the constructor's branches (`fixed`: the flags and choices it sets,
@@ -196,6 +214,8 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
         return "flag"
     choices = uses.choices.get(name)
     if annotation is param.empty and choices and len(choices) <= _MAX_VARIANTS:
+        if name in uses.open_choices and len(choices) < _MAX_VARIANTS:
+            return [*choices, OtherChoice(choices)]
         return list(choices)
     return None
 
