@@ -44,10 +44,13 @@ class LinearInFeaturesMismatch(Rule):
     stand-in, and a configuration that cannot be cut to two layers is built whole), or
     the script's argparse defaults; a block that only the builders of another family
     use (`FusedMBConv`, built by `efficientnet_v2_s`) is checked inside the model one of
-    a few more of its module's builders makes; failing those, with guessed sizes, and then only a
-    mismatch that holds for several different sizes is reported. A model that cannot be
-    built is skipped (see TL690). Shape checking needs `torch` installed and runs in a
-    separate process.
+    a few more of its module's builders makes; failing those, with guessed sizes (told
+    from each parameter's name, annotation and use: `nn.Embedding(tokens, width)` makes
+    both sizes, `range(depth)` a count; each value of a flag or string a branch tests is
+    tried), and then only a mismatch that holds for every value of the arguments is
+    reported, written with their names (`expects 2*width input features, but ... produces
+    width`). A model that cannot be built is skipped (see TL690). Shape checking needs
+    `torch` installed and runs in a separate process.
 
     ## Example
     ```python

@@ -158,6 +158,25 @@ def test_messages_name_layer_producer_and_line(single_results: dict[str, list]) 
     )
 
 
+def test_guessed_sizes_are_named_by_the_arguments(single_results: dict[str, list]) -> None:
+    by_line = {
+        d.line: d.message
+        for items in single_results.values()
+        for d in items
+        if Path(d.path).name == "symbolic_arguments.py"
+    }
+    assert by_line[17] == (
+        "head = nn.Linear(2*breadth, tokens) expects 2*breadth input features, but blocks.1 "
+        "produces breadth (x is [N, L, breadth] at symbolic_arguments.py:23); "
+        "write nn.Linear(breadth, tokens) (for every value of TokenStack's tokens, breadth and "
+        "stack)"
+    )
+    assert by_line[54].endswith(
+        "write nn.Linear(2*dim, dim) (for every value of GatedBlock's dim, when gated=True)"
+    )
+    assert by_line[77].endswith("(for every value of Pooler's dim, when mode='concat')")
+
+
 def test_no_code_of_the_user_script_runs(
     safety_script: tuple[Path, Path], single_results: dict[str, list]
 ) -> None:

@@ -102,8 +102,10 @@ def test_call_site_with_options_and_data_sizes() -> None:
 
     namespace: dict = {}
     exec(compile(SCRIPT.split("if __name__")[0], "script.py", "exec"), namespace)
-    runs = guesses(namespace["Tagger"], entry["partial"])
-    assert runs is not None and len(runs) == 3
+    variants = guesses(namespace["Tagger"], entry["partial"])
+    assert variants is not None and len(variants) == 1
+    runs = variants[0].runs
+    assert len(runs) == 3
     for run in runs:
         assert run["rnn_type"] == "GRU" and run["ninp"] == 200 and run["dropout"] == 0.1
     assert len({run["ntoken"] for run in runs}) > 1  # the data's size is guessed

@@ -37,7 +37,7 @@ from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.described_shapes import described_plans, unpacked_plans
 from torchlint.shapes.feature_maps import list_plans, tensor_list_input
-from torchlint.shapes.guess import describe, guesses
+from torchlint.shapes.guess import OtherChoice, Variant, describe, guesses
 from torchlint.shapes.infer import (
     infer_from_graph,
     infer_from_name,
@@ -69,6 +69,7 @@ from torchlint.shapes.propagate import (
 )
 from torchlint.shapes.settle import needs_arguments_text
 from torchlint.shapes.siblings import sibling_plans
+from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 from torchlint.shapes.sweep import further_builders
 
@@ -354,11 +355,42 @@ class FileChecker:
     ) -> str | None:
         """Check a class built with guessed sizes (see `guess`): None once checked, else
         why not ("" when its parameters cannot be guessed)."""
-        runs = guesses(cls, spec.get("partial"))
-        if runs is None:
+        variants = guesses(cls, spec.get("partial"))
+        if variants is None:
             return ""
+        records = len(self.stats.models)
+        reported: dict[tuple[str, int, str], F.Finding] = {}
+        failed: list[str] = []
+        for variant in variants:
+            found = self._check_variant(cls, name, where, spec, variant)
+            if isinstance(found, str):
+                failed.append(found)
+                continue
+            for key, finding in found.items():
+                reported.setdefault(key, finding)
+        del self.stats.models[records + 1 :]  # one model, checked several ways
+        unchecked = [reason for reason in failed if reason.startswith("with ")]
+        if unchecked or len(failed) == len(variants):
+            # A built variant could not be checked, or none could be built (a value that a
+            # branch refuses, `rnn_type="LSTMX"`, leaves the others to check).
+            return (unchecked or failed)[0]
+        self.findings += [reported[key] for key in sorted(reported)]
+        return None
+
+    def _check_variant(
+        self,
+        cls: type,
+        name: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        variant: Variant,
+    ) -> dict[tuple[str, int, str], F.Finding] | str:
+        """The findings met in every run of one variant, with their sizes written as
+        expressions of the arguments (see `size_terms`), or why it could not be checked."""
         found: list[dict[tuple[str, int, str], F.Finding]] = []
-        for index, arguments in enumerate(runs):
+        for arguments in variant.runs:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                return "with guessed sizes: the file's time budget was used up"
             try:
                 model = build(cls, [], arguments)
             except Exception as exc:
@@ -366,8 +398,6 @@ class FileChecker:
             start = len(self.findings)
             self.check_model(model, name, where, spec, {})
             new, self.findings[start:] = self.findings[start:], []
-            if index:
-                self.stats.models.pop()  # one model, checked three ways
             skipped = next((f for f in new if f["code"] == "TL690"), None)
             if skipped is not None:
                 reason = skipped["message"].split(" skipped: ", 1)[-1]
@@ -377,17 +407,19 @@ class FileChecker:
             definite = [f for f in new if f["code"] in _GUESSED_DEFINITE]
             found.append({(f["path"], f["line"], f["code"]): f for f in definite})
             if _settled_clean(found):
-                return None
-        suffix = f" (built with guessed sizes {describe(runs[0])}; it fails with other sizes too)"
+                return {}
+        kept: dict[tuple[str, int, str], F.Finding] = {}
         for key in sorted(set(found[0]).intersection(*found[1:])):
-            finding = dict(found[0][key])
-            if any(f[key].get("fix") != finding.get("fix") for f in found[1:]):
-                # The corrected size depends on the guess.
-                finding.pop("fix", None)
-                finding["message"] = finding["message"].split("; write ", 1)[0]
-            finding["message"] += suffix
-            self.findings.append(finding)
-        return None
+            met = [f[key] for f in found]
+            message = symbolic([f["message"] for f in met], variant.runs)
+            if message is None or not never_equal(message, variables(variant.runs)):
+                continue  # the runs failed in different ways, or some sizes would fit
+            finding = dict(met[0])
+            finding["message"] = with_correction(message) + _holds_for(name, variant)
+            if any(f.get("fix") != finding.get("fix") for f in met[1:]):
+                finding.pop("fix", None)  # the corrected literal depends on the sizes
+            kept[key] = finding
+        return kept
 
     def covered_classes(self) -> list[str]:
         """`path::name` of the user classes that some checked model of this file built."""
@@ -1125,6 +1157,19 @@ def _settled_clean(found: list[dict[tuple[str, int, str], F.Finding]]) -> bool:
     run is, so the remaining runs could not add any (the first run already checked the
     class, and a later one that cannot be checked changes nothing)."""
     return not set(found[0]).intersection(*found[1:])
+
+
+def _holds_for(name: str, variant: Variant) -> str:
+    """` (for every value of FeedForward's d_model and width, when use_bias=True)`."""
+    sized = list(dict.fromkeys(v.split("[")[0] for v in variables(variant.runs)))
+    text = ", ".join(sized[:-1]) + " and " + sized[-1] if len(sized) > 1 else "".join(sized)
+    when = ", ".join(
+        f"{k} is {v!r}" if isinstance(v, OtherChoice) else f"{k}={v!r}"
+        for k, v in variant.fixed.items()
+    )
+    if not sized:
+        return f" (when {when})" if when else ""
+    return f" (for every value of {name}'s {text}{', when ' + when if when else ''})"
 
 
 def _brief(exc: BaseException) -> str:

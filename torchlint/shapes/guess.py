@@ -3,43 +3,92 @@
 `GCN(input_dim, hidden_dim, output_dim)` built from a data set's sizes cannot be built as
 written; its shapes can still be checked with sizes of our choosing, as long as a finding
 is one that holds whatever the sizes are. Each model is built three ways: two sets of
-distinct sizes (96, 160, ... and 160, 224, ...), with booleans one way and then the other, and
-once with every size equal (a model may need `embed_dim == d_model` by contract). Only a
-layer size mismatch (TL601-TL604) found all three times is reported. A class with an
-optional part left to its parent (`downsample=None`) is not guessed: the part is what
-makes its sizes fit.
+distinct sizes (96, 160, ... and 160, 224, ...; layer counts 2 then 3, heads 2 then 4,
+kernels 3 then 5), and once with every size equal (a model may need `embed_dim == d_model`
+by contract). Only a layer size mismatch (TL601-TL604) found all three times, with sizes
+that are the same expression of the arguments each time (see `size_terms`), is reported.
+A class with an optional part left to its parent (`downsample=None`) is not guessed: the
+part is what makes its sizes fit.
 
-Sizes are chosen by parameter name: layer counts and heads stay small (2, 4), kernels are
-3; anything that does not look like a number (a block class, a string) cannot be guessed.
+What a parameter is comes from its annotation, its name, and how the constructor uses it
+(see `ctor_usage`): `nn.Linear(ntoken, ...)` makes `ntoken` a size, `range(nlayers)` a
+count, `channels, height, width = img_shape` an image shape. A flag that a branch tests
+(`if use_attention:`) and a string compared with literals (`rnn_type == "LSTM"`) make
+variants: each value is checked on its own, with the three sets of sizes. Anything else
+that does not look like a number (a block class, a string) cannot be guessed.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
+import itertools
 import re
+import types
+import typing
+from dataclasses import dataclass
 from typing import Any
+
+from torchlint.shapes.ctor_usage import Uses, class_uses
 
 _COUNT = re.compile(r"(layers?|depth|blocks?|stages?|repeats?)$|^n_?layers?$|^num_", re.I)
 _HEADS = re.compile(r"heads?$", re.I)
 _LAYER_TYPE = re.compile(r"_(layer|fn|cls|func)$", re.I)
 _COUNTED = re.compile(r"(n|num)_", re.I)
+#: Values by parameter name, per run: a model that needs one of them (a hard-coded size that
+#: fits only a 3x3 kernel) fails with the other and is not reported.
 _FIXED = {
-    re.compile(r"kernel", re.I): 3,
-    re.compile(r"stride|groups|dilation|ngpu|gpus?$", re.I): 1,
-    re.compile(r"padding", re.I): 1,
-    re.compile(r"factor|scale", re.I): 2,
+    re.compile(r"kernel", re.I): (3, 5, 3),
+    re.compile(r"stride|groups|dilation|ngpu|gpus?$", re.I): (1, 1, 1),
+    re.compile(r"padding", re.I): (1, 2, 1),
+    re.compile(r"factor|scale", re.I): (2, 2, 2),
 }
 _FLOAT = re.compile(r"dropout|drop|rate|eps|^p$|prob|momentum|alpha|beta|temperature", re.I)
 _FLAG = re.compile(r"^(use_|is_|has_|with_)|tie|tied|bias|bidirectional|batch_first|affine", re.I)
+_SHAPE = re.compile(r"^(input|in|img|image|data)_?shape$", re.I)
 #: Multiples of 32 (a GroupNorm of 32 groups takes them), none twice another of its run.
 _SIZES = ((96, 160, 224, 352, 416, 544), (160, 224, 352, 416, 544, 608), (64,) * 6)
-_HEAD_COUNTS = (2, 4, 2)
+#: Counts, heads and image shapes that no two relate alike in every run (a size met in a
+#: message is matched with one of them only: see `size_terms`).
+_HEAD_COUNTS = (2, 4, 8)
+_LAYER_COUNTS = (2, 3, 4)
+#: Images as (channels, height, width): sizes that halve five times, channels that differ.
+_IMAGE_SHAPES = ((3, 64, 64), (1, 128, 128), (4, 96, 96))
 #: Parameters a guess can give at most: past this, a model is too much our own invention.
 _MAX_GUESSED = 8
+#: Values of the flags and choices a branch depends on tried at most (their combinations).
+_MAX_VARIANTS = 4
 
 
-def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
-    """Three sets of keyword arguments for `cls`'s required parameters, or None.
+class OtherChoice(str):
+    """A string that is none of those the constructor compares a parameter with: it takes
+    the `else` branch (`mode == "sum"` ... `else: self.merge = Concat()`)."""
+
+    def __new__(cls, choices: list[Any]) -> OtherChoice:
+        other = super().__new__(cls, "-".join(map(str, choices)) + "-other")
+        other.choices = tuple(choices)
+        return other
+
+    choices: tuple[Any, ...]
+
+    def __repr__(self) -> str:
+        return "none of " + ", ".join(map(repr, self.choices))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return OtherChoice, (list(self.choices),)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to take the constructor's branches (`fixed`: the flags and choices it sets,
+    named in findings), with the three runs of sizes to build it with."""
+
+    fixed: dict[str, Any]
+    runs: list[dict[str, Any]]
+
+
+def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] | None:
+    """The variants to build `cls` with, or None when its parameters cannot be guessed.
 
     `partial` is a call site's arguments where some are known (literals, the script's
     options) and the rest `{"$unknown": True}`: the known ones are kept in every run and
@@ -53,8 +102,11 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[dict[str, 
     if known is None:
         return None
     parameters = [p.replace(default=known[p.name]) if p.name in known else p for p in parameters]
-    runs = guesses_for(parameters)
-    return None if runs is None else [{**known, **run} for run in runs]
+    owner = next((c for c in cls.__mro__ if "__init__" in vars(c)), None)
+    variants = guesses_for(parameters, class_uses(owner) if owner is not None else None)
+    if variants is None:
+        return None
+    return [Variant(v.fixed, [{**known, **run} for run in v.runs]) for v in variants]
 
 
 def _known(parameters: list[inspect.Parameter], partial: dict[str, Any]) -> dict[str, Any] | None:
@@ -68,8 +120,12 @@ def _known(parameters: list[inspect.Parameter], partial: dict[str, Any]) -> dict
     return {k: v for k, v in given.items() if v != {"$unknown": True}}
 
 
-def guesses_for(parameters: list[inspect.Parameter]) -> list[dict[str, Any]] | None:
-    """`guesses` for a constructor with these parameters (read from the class or its source)."""
+def guesses_for(
+    parameters: list[inspect.Parameter], uses: Uses | None = None
+) -> list[Variant] | None:
+    """`guesses` for a constructor with these parameters (read from the class or its
+    source) and, when known, what its body does with them."""
+    uses = uses or Uses()
     required = [
         p
         for p in parameters
@@ -77,46 +133,62 @@ def guesses_for(parameters: list[inspect.Parameter]) -> list[dict[str, Any]] | N
     ]
     if not required or len(required) > _MAX_GUESSED:
         return None
-    if any(p.default is None and _part(p) for p in parameters if p not in required):
+    if any(p.default is None and _part(p, uses) for p in parameters if p not in required):
         # `downsample=None`: the parent hands in a part that makes the sizes fit.
         return None
     if any(p.kind is p.POSITIONAL_ONLY for p in required):
         return None
     runs: list[dict[str, Any]] = [{}, {}, {}]
+    branches: dict[str, list[Any]] = {}
     sized = 0
     for param in required:
-        kind = _kind(param)
+        kind = _kind(param, uses)
         if kind is None:
             return None
+        if isinstance(kind, list) or (kind == "flag" and "flag" in uses.of(param.name)):
+            branches[param.name] = [True, False] if kind == "flag" else kind
+            continue
         for index, run in enumerate(runs):
             if kind == "size":
                 run[param.name] = _SIZES[index][sized % len(_SIZES[index])]
             elif kind == "heads":
                 run[param.name] = _HEAD_COUNTS[index]
             elif kind == "count":
-                run[param.name] = 2
+                run[param.name] = _LAYER_COUNTS[index]
+            elif kind == "shape":
+                run[param.name] = _IMAGE_SHAPES[index]
             elif kind == "flag":
                 run[param.name] = index != 1
             elif kind == "float":
                 run[param.name] = 0.0
             else:
-                run[param.name] = kind
+                run[param.name] = kind[index]
         sized += kind == "size"
-    return runs
+    combinations = list(itertools.product(*branches.values()))
+    if len(combinations) > _MAX_VARIANTS:
+        return None
+    variants = []
+    for values in combinations:
+        fixed = dict(zip(branches, values, strict=True))
+        variants.append(Variant(fixed, [{**run, **fixed} for run in runs]))
+    return variants
 
 
 #: Optional parameters left at None that surely are no part of the model.
 _NOT_PARTS = re.compile(r"^(device|dtype)$|(_layer|_fn|_cls|_func|_block)$|^(act|norm)", re.I)
 
 
-def _part(param: inspect.Parameter) -> bool:
+def _part(param: inspect.Parameter, uses: Uses) -> bool:
     """Whether an optional parameter may take a module the parent builds (`downsample`).
 
     A value (`out_dim: int | None`), a layer type or factory (`norm_layer: Callable[...,
-    nn.Module] | None`, built by the block with its own sizes) and `device`/`dtype` are not.
+    nn.Module] | None`, built by the block with its own sizes) and `device`/`dtype` are not;
+    nor is one the constructor neither keeps nor calls (`full_attn = default(full_attn, ...)`).
     """
     annotation = param.annotation
     if annotation is param.empty:
+        if uses.read and not uses.of(param.name) & {"kept", "part"}:
+            return False
         return not (_NOT_PARTS.search(param.name) or _looks_like_size(param.name))
     text = annotation if isinstance(annotation, str) else repr(annotation)
     if re.search(r"Callable|\b[Tt]ype\[", text):
@@ -124,29 +196,74 @@ def _part(param: inspect.Parameter) -> bool:
     return "Module" in text or "Sequential" in text
 
 
-def _kind(param: inspect.Parameter) -> Any:
-    """ "size", "heads", "count", "flag", "float", a fixed int, or None (cannot guess)."""
+def _kind(param: inspect.Parameter, uses: Uses) -> Any:
+    """ "size", "heads", "count", "shape", "flag", "float", fixed ints per run, the values
+    of a choice (a list), or None (cannot guess)."""
     name = param.name
+    used = uses.of(name)
     annotation = param.annotation
     if isinstance(annotation, str):
         annotation = {"int": int, "bool": bool, "float": float}.get(annotation, annotation)
+    if _int_or_tuple(annotation):
+        annotation = int  # `kernel_size: _size_2_t`: an int does
+    literal = _literal_values(annotation)
+    if literal is not None:
+        return literal
     if annotation is bool or (annotation is param.empty and _FLAG.search(name)):
         return "flag"
     if annotation is float or (annotation is param.empty and _FLOAT.search(name)):
         return "float"
     if annotation not in (int, param.empty):
         return None
+    if annotation is param.empty and used & {"object", "part"}:
+        return None  # `model.channels`, `block(dim)`: not a number
     if _LAYER_TYPE.search(name) and not _COUNTED.match(name):
         return None  # `act_layer`, `norm_fn`: a layer type, not a number
-    if _HEADS.search(name):
+    if _HEADS.search(name) or "heads" in used:
         return "heads"
     if _COUNT.search(name) and not re.search(r"classes|features|channels|tokens", name, re.I):
         return "count"
-    for pattern, value in _FIXED.items():
+    for pattern, values in _FIXED.items():
         if pattern.search(name):
-            return value
-    if annotation is int or _looks_like_size(name):
+            return values
+    shaped = _SHAPE.search(name) or "shape" in used
+    if annotation is param.empty and shaped and "size" not in used:
+        return "shape"
+    if "count" in used and not _looks_like_size(name):
+        return "count"  # `range(stack)`, even when `stack` sizes a layer too
+    if annotation is int or _looks_like_size(name) or "size" in used:
         return "size"
+    if annotation is param.empty and "flag" in used:
+        return "flag"
+    choices = uses.choices.get(name)
+    if annotation is param.empty and choices and len(choices) <= _MAX_VARIANTS:
+        if name in uses.open_choices and len(choices) < _MAX_VARIANTS:
+            return [*choices, OtherChoice(choices)]
+        return list(choices)
+    return None
+
+
+def _int_or_tuple(annotation: Any) -> bool:
+    """`int | tuple[int, int]` (torch's `_size_2_t`), as an object or as text."""
+    if isinstance(annotation, str):
+        return bool(re.fullmatch(r"_size_(\d|any)_t|Union\[int, .*\]|int \| .*", annotation))
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return int in typing.get_args(annotation)
+    return False
+
+
+def _literal_values(annotation: Any) -> list[Any] | None:
+    """The values of a `Literal["a", "b"]` annotation (as an object or as text)."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(typing.get_args(annotation))
+    if isinstance(annotation, str):
+        found = re.fullmatch(r"(?:typing\.)?Literal\[(.*)\]", annotation.strip())
+        if found:
+            try:
+                values = ast.literal_eval(f"[{found.group(1)}]")
+            except (ValueError, SyntaxError):
+                return None
+            return values if all(isinstance(v, (str, int)) for v in values) else None
     return None
 
 

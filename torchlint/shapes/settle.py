@@ -21,6 +21,7 @@ import os
 from typing import Any
 
 from torchlint.shapes.astutil import import_aliases, qualify
+from torchlint.shapes.ctor_usage import init_uses
 from torchlint.shapes.discover import FileInfo
 from torchlint.shapes.guess import guesses_for
 
@@ -122,7 +123,7 @@ def missing_arguments(
         if not _no_configuration(param, aliases):
             return None
         missing.append(param.name)
-    if not missing or guesses_for(parameters) is not None:
+    if not missing or guesses_for(parameters, init_uses(init)) is not None:
         return None
     return missing
 

@@ -1,0 +1,236 @@
+"""How a constructor uses its parameters, read from its source: which are layer sizes.
+
+`def __init__(self, ntoken, ninp, nhid, nlayers, rnn_type)` says little by its names; its
+body says more: `nn.Embedding(ntoken, ninp)` makes `ntoken` and `ninp` sizes,
+`range(nlayers)` a count, `channels, height, width = img_shape` an image shape,
+`if rnn_type in ["LSTM", "GRU"]` a choice among those strings, `if tie_weights:` a flag a
+branch depends on, `model.channels` an object, and `self.shortcut = shortcut or
+nn.Identity()` a part that the parent hands in. The guesses (see `guess`) read these uses
+where names are silent.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Layer classes and what each positional argument is (keywords by the same names).
+_LAYERS: dict[str, tuple[str, ...]] = {
+    "Linear": ("size", "size"),
+    "Bilinear": ("size", "size", "size"),
+    "Embedding": ("size", "size"),
+    "EmbeddingBag": ("size", "size"),
+    "LayerNorm": ("size",),
+    "RMSNorm": ("size",),
+    "GroupNorm": ("count", "size"),
+    "LSTM": ("size", "size", "count"),
+    "GRU": ("size", "size", "count"),
+    "RNN": ("size", "size", "count"),
+    "LSTMCell": ("size", "size"),
+    "GRUCell": ("size", "size"),
+    "RNNCell": ("size", "size"),
+    "MultiheadAttention": ("size", "heads"),
+    "TransformerEncoderLayer": ("size", "heads", "size"),
+    "TransformerDecoderLayer": ("size", "heads", "size"),
+    "TransformerEncoder": ("part", "count"),
+    "TransformerDecoder": ("part", "count"),
+    "Transformer": ("size", "heads", "count", "count", "size"),
+}
+for _prefix in ("Conv", "ConvTranspose"):
+    for _n in (1, 2, 3):
+        _LAYERS[f"{_prefix}{_n}d"] = ("size", "size")
+for _prefix in ("BatchNorm", "InstanceNorm"):
+    for _n in (1, 2, 3):
+        _LAYERS[f"{_prefix}{_n}d"] = ("size",)
+_KEYWORDS = {
+    "in_features": "size",
+    "out_features": "size",
+    "in_channels": "size",
+    "out_channels": "size",
+    "num_embeddings": "size",
+    "embedding_dim": "size",
+    "normalized_shape": "size",
+    "num_features": "size",
+    "num_channels": "size",
+    "input_size": "size",
+    "hidden_size": "size",
+    "embed_dim": "size",
+    "d_model": "size",
+    "dim_feedforward": "size",
+    "num_heads": "heads",
+    "nhead": "heads",
+    "num_layers": "count",
+    "num_groups": "count",
+}
+
+
+@dataclass
+class Uses:
+    """What the constructor does with each parameter (by name)."""
+
+    #: Whether the constructor's body was read (else nothing is known of any parameter).
+    read: bool = False
+    kinds: dict[str, set[str]] = field(default_factory=dict)
+    #: Literal values a parameter is compared with (`rnn_type == "LSTM"`), in source order.
+    choices: dict[str, list[Any]] = field(default_factory=dict)
+    #: Parameters compared with literals (`mode == "sum"`): another value takes the else branch.
+    open_choices: set[str] = field(default_factory=set)
+
+    def of(self, name: str) -> set[str]:
+        return self.kinds.get(name, set())
+
+    def add(self, name: str, kind: str) -> None:
+        self.kinds.setdefault(name, set()).add(kind)
+
+
+def class_uses(cls: type) -> Uses | None:
+    """The uses in `cls.__init__`'s source, or None when it cannot be read."""
+    init = cls.__dict__.get("__init__")
+    if init is None:
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(init))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    return init_uses(node)
+
+
+def init_uses(init: ast.FunctionDef) -> Uses:
+    """The uses of `init`'s parameters in its body (nested functions included)."""
+    args = init.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)[1:]}
+    uses = Uses(read=True)
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call):
+            _call(node, names, uses)
+        elif isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+            _test(node.test, names, uses)
+        elif isinstance(node, ast.Compare):
+            _compare(node, names, uses)
+        elif isinstance(node, ast.Subscript):
+            _subscript(node, names, uses)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            _assign(node, names, uses)
+        elif _attribute_of(node, names):
+            uses.add(node.value.id, "object")  # `model.channels`: not a number
+    return uses
+
+
+def _attribute_of(node: ast.AST, names: set[str]) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in names
+    )
+
+
+def _call(node: ast.Call, names: set[str], uses: Uses) -> None:
+    func = node.func
+    callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if isinstance(func, ast.Name) and func.id in names:
+        uses.add(func.id, "part")  # `block(dim)`: a layer type or factory
+    if callee == "range":
+        for arg in node.args:
+            for name in _names_in(arg, names):
+                uses.add(name, "count")
+        return
+    slots = _LAYERS.get(callee or "")
+    if slots is None:
+        return
+    for position, arg in enumerate(node.args):
+        if position < len(slots):
+            _slot(arg, slots[position], names, uses)
+    for keyword in node.keywords:
+        kind = _KEYWORDS.get(keyword.arg or "")
+        if kind is not None:
+            _slot(keyword.value, kind, names, uses)
+
+
+def _slot(arg: ast.expr, kind: str, names: set[str], uses: Uses) -> None:
+    if kind == "size":
+        for name in _names_in(arg, names):
+            uses.add(name, "size")
+    elif isinstance(arg, ast.Name) and arg.id in names:
+        uses.add(arg.id, kind)
+
+
+def _names_in(expr: ast.expr, names: set[str]) -> list[str]:
+    """Parameters an arithmetic size expression is made of (`4 * d_model`, `dim // heads`)."""
+    if isinstance(expr, ast.Name):
+        return [expr.id] if expr.id in names else []
+    if isinstance(expr, ast.BinOp):
+        return _names_in(expr.left, names) + _names_in(expr.right, names)
+    if isinstance(expr, ast.UnaryOp):
+        return _names_in(expr.operand, names)
+    if isinstance(expr, ast.Call) and getattr(expr.func, "id", None) == "int" and expr.args:
+        return _names_in(expr.args[0], names)
+    return []
+
+
+def _test(expr: ast.expr, names: set[str], uses: Uses) -> None:
+    if isinstance(expr, ast.BoolOp):
+        for value in expr.values:
+            _test(value, names, uses)
+        return
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        expr = expr.operand
+    if isinstance(expr, ast.Name) and expr.id in names:
+        uses.add(expr.id, "flag")
+
+
+def _compare(node: ast.Compare, names: set[str], uses: Uses) -> None:
+    if not (isinstance(node.left, ast.Name) and node.left.id in names):
+        return
+    name = node.left.id
+    for op, right in zip(node.ops, node.comparators, strict=True):
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            continue
+        listed = isinstance(right, (ast.Tuple, ast.List, ast.Set))
+        if isinstance(op, (ast.In, ast.NotIn)) and listed:
+            values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        elif isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+            values = [right.value]
+        else:
+            continue
+        found = uses.choices.setdefault(name, [])
+        found += [v for v in values if isinstance(v, str) and v not in found]
+        uses.open_choices.add(name)
+
+
+def _subscript(node: ast.Subscript, names: set[str], uses: Uses) -> None:
+    if isinstance(node.slice, ast.Name) and node.slice.id in names:
+        table = node.value
+        if isinstance(table, ast.Dict):  # `{"RNN_TANH": "tanh", ...}[rnn_type]`
+            found = uses.choices.setdefault(node.slice.id, [])
+            found += [
+                k.value
+                for k in table.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                if k.value not in found
+            ]
+
+
+def _assign(node: ast.Assign | ast.AnnAssign, names: set[str], uses: Uses) -> None:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    value = node.value
+    if value is None:
+        return
+    unpacked = any(isinstance(t, ast.Tuple) and len(t.elts) in (2, 3) for t in targets)
+    if unpacked and isinstance(value, ast.Name) and value.id in names:
+        uses.add(value.id, "shape")  # `channels, height, width = input_shape`
+    parts = [value]
+    if isinstance(value, ast.BoolOp):  # `shortcut or nn.Identity()`
+        parts = value.values
+    elif isinstance(value, ast.IfExp):
+        parts = [value.body, value.orelse]
+    if any(isinstance(t, ast.Attribute) for t in targets):
+        for part in parts:
+            if isinstance(part, ast.Name) and part.id in names:
+                uses.add(part.id, "kept")  # `self.shortcut = shortcut`
