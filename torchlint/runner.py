@@ -354,7 +354,12 @@ def _shape_diagnostics(
         declared.update(dict(task.settings.config.declared_shapes))
     if progress is not None:
         progress("shapes", 0, len(sources))
-    found = shapes.check_files(list(sources.items()), declared=declared, started=started)
+    found = shapes.check_files(
+        list(sources.items()),
+        declared=declared,
+        started=started,
+        progress=(lambda done, total: progress("shapes", done, total)) if progress else None,
+    )
     per_file: dict[str, list[Diagnostic] | None] = {}
     for task in candidates:
         if task.display not in sources:
