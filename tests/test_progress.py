@@ -81,3 +81,22 @@ def test_progress_line_counts_files_and_shape_stage() -> None:
     assert "torchlint: 2/5 files, " in text
     assert "torchlint: 2/5 files, shape-checking 1 file, " in text
     assert text.endswith("\r\x1b[K")
+
+
+def test_progress_line_counts_shape_checked_files_and_keeps_the_last_file_count() -> None:
+    import io
+
+    from torchlint.progress import ProgressLine
+
+    stream = io.StringIO()
+    line = ProgressLine(stream, delay=0, interval=60.0)
+    line.update("files", 1, 5)
+    line.update("files", 5, 5)  # not drawn (too soon), still counted
+    line.update("shapes", 0, 4)
+    line._draw(0.0)
+    line.update("shapes", 3, 4)
+    line._draw(0.0)
+    line.close()
+    text = stream.getvalue()
+    assert "torchlint: 5/5 files, shape-checking 4 files, " in text
+    assert "torchlint: 5/5 files, shape-checked 3/4 files, " in text

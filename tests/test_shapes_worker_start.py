@@ -55,7 +55,10 @@ def _request(tmp_path: Path, sources: dict[str, str], name: str) -> dict[str, An
 
 def test_models_that_stop_before_fake_tensors_never_load_them(tmp_path: Path) -> None:
     sources = {f"block{i}": NEEDS_ARGUMENTS for i in range(3)}
-    results, facts = run_worker(_request(tmp_path, sources, "Block"), 20.0)
+    answered: list[tuple[int, int]] = []
+    request = _request(tmp_path, sources, "Block")
+    results, facts = run_worker(request, 20.0, progress=lambda *seen: answered.append(seen))
+    assert answered == [(1, 3), (2, 3), (3, 3)]  # a progress line follows the answers
     assert "warmed_up" not in facts and "error" not in facts
     for result in results.values():
         [pending] = result["pending"]

@@ -36,10 +36,13 @@ class ProgressLine:
         self._ticker.start()
 
     def update(self, stage: str, done: int, total: int) -> None:
-        """Record progress: stage "files" (linted so far) or "shapes" (files being checked)."""
+        """Record progress: stage "files" (linted so far) or "shapes" (files
+        to check, then files checked out of those with models)."""
         with self._lock:
             new_stage = self._state is None or self._state[0] != stage
             self._state = (stage, done, total)
+            if stage == "files":  # kept even when not drawn: the shape stage shows it
+                self._files = f"{done}/{total} files"
             now = time.monotonic()
             due = new_stage or now - self._last >= self._interval
             if due and now - self._started >= self._delay:
@@ -69,8 +72,9 @@ class ProgressLine:
         if not stage:
             text = "finding and reading files"
         elif stage == "files":
-            self._files = f"{done}/{total} files"
             text = self._files
+        elif done:
+            text = f"{self._files}, shape-checked {done}/{total} files"
         else:
             text = f"{self._files}, shape-checking {total} file{'s' if total != 1 else ''}"
         self._stream.write(f"{_CLEAR}torchlint: {text}, {now - self._started:.1f} s")

@@ -380,7 +380,11 @@ def _shape_diagnostics(
         if progress is not None:
             progress("shapes", 0, len(sources))
         found = shapes.check_files(
-            list(sources.items()), declared=declared, started=started, checked=checked
+            list(sources.items()),
+            declared=declared,
+            started=started,
+            checked=checked,
+            progress=(lambda done, total: progress("shapes", done, total)) if progress else None,
         )
         for task in candidates:
             if checked is not None and task.display not in checked:

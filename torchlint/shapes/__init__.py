@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
@@ -56,6 +56,7 @@ def check_files(
     stats: dict[str, list[dict[str, Any]]] | None = None,
     started: WorkerProcess | None = None,
     checked: Collection[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
@@ -70,6 +71,7 @@ def check_files(
     `started`: a worker started earlier (`start_worker`, while the run did other work); it
     serves the check if a model is to be checked, and is stopped in any case.
     `checked`: the paths of the files to check (the others are evidence only); None: all.
+    `progress` is called as the worker answers: files checked so far, files with models.
     """
     if timeout is None:
         try:
@@ -91,7 +93,9 @@ def check_files(
             from torchlint.shapes.client import start_worker
 
             worker = start_worker()
-        return _check_models(infos, files, declared, timeout, tables, only, stats, worker)
+        return _check_models(
+            infos, files, declared, timeout, tables, only, stats, worker, progress=progress
+        )
     finally:
         if worker is not None:
             worker.close()
@@ -144,6 +148,7 @@ def _check_models(
     stats: dict[str, list[dict[str, Any]]] | None,
     worker: WorkerProcess | None,
     torch: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """`check_files` once the files that define models are known (`worker`: started early,
     or None)."""
@@ -204,7 +209,7 @@ def _check_models(
     if known is not None:  # no model can be checked: the worker would only say why
         results, worker_facts = known, {}
     else:
-        results, worker_facts = run_worker(request, timeout, worker)
+        results, worker_facts = run_worker(request, timeout, worker, progress)
     _settle_pending(results)
     out: dict[str, list[Diagnostic]] = {}
     seen: set[tuple[str, int, str]] = set()

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 _START_ALLOWANCE = 60.0
@@ -70,15 +71,24 @@ def start_worker(warm: bool = False) -> WorkerProcess:
 
 
 def run_worker(
-    request: dict[str, Any], timeout: float, started: WorkerProcess | None = None
+    request: dict[str, Any],
+    timeout: float,
+    started: WorkerProcess | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Results per job abspath, and worker facts (`ready` seconds, `error` if it died).
 
     `started` (from `start_worker`) serves the first attempt; a restart starts a new one.
+    `progress` is called with the files answered so far and the number of jobs.
     """
     results: dict[str, Any] = {}
     facts: dict[str, Any] = {}
     jobs = list(request["jobs"])
+
+    def progress_of() -> None:
+        if progress is not None:
+            progress(len(results), len(jobs))
+
     try:
         for _ in range(len(jobs) + 1):
             pending = [job for job in jobs if job["abspath"] not in results]
@@ -86,7 +96,7 @@ def run_worker(
                 break
             worker, started = started or WorkerProcess(), None
             attempt = {**request, "jobs": pending}
-            culprit, error = _run_once(worker, attempt, timeout, results, facts)
+            culprit, error = _run_once(worker, attempt, timeout, results, facts, progress_of)
             if error is None:
                 break
             if culprit is None:  # it died before any user code ran: nothing to gain from retrying
@@ -106,6 +116,7 @@ def _run_once(
     timeout: float,
     results: dict[str, Any],
     facts: dict[str, Any],
+    answered: Callable[[], None],
 ) -> tuple[str | None, str | None]:
     """Run one worker over the request's jobs, adding to `results`.
 
@@ -115,7 +126,7 @@ def _run_once(
     """
     try:
         request = {**request, "private": worker.private}
-        return _collect(worker.process, request, timeout, results, facts)
+        return _collect(worker.process, request, timeout, results, facts, answered)
     finally:
         worker.close()
 
@@ -126,6 +137,7 @@ def _collect(
     timeout: float,
     results: dict[str, Any],
     facts: dict[str, Any],
+    answered: Callable[[], None],
 ) -> tuple[str | None, str | None]:
     assert process.stdin and process.stdout and process.stderr
     payload = json.dumps(request).encode()
@@ -196,6 +208,7 @@ def _collect(
             elif kind == "file":
                 results[event["abspath"]] = event
                 busy = [path for path in busy if path != event["abspath"]]
+                answered()
             if kind == "warm_up":  # torch's fake tensors loading, as at the start
                 facts["warmed_up"] = True
                 busy = []

@@ -109,9 +109,11 @@ def collect(
     }
     for info in infos:
         if info.tree is not None and info.classes:
-            for name, builders in builder_functions(info.tree, set(info.classes)).items():
+            functions = top_functions(info.tree)
+            built = builders_of(functions, set(info.classes))
+            for name, builders in built.items():
                 result[(info.abspath, name)]["builders"] = builders
-            for name, builders in builder_functions(info.tree, set(info.classes), True).items():
+            for name, builders in users_of(functions, set(info.classes), built).items():
                 if not result[(info.abspath, name)]["builders"]:
                     result[(info.abspath, name)]["users"] = builders
     for info in infos:
@@ -121,15 +123,13 @@ def collect(
     if not owners and not any(info.module_level for info in infos):
         return result
     by_path = {info.abspath: info for info in infos}
-    names = "|".join(map(re.escape, sorted(owners)))
-    pattern = re.compile(rf"\b(?:{names})\b")
     # Call sites in the defining file come first.
     ordered = sorted(files, key=lambda item: (os.path.abspath(item[0]) not in by_path, item[0]))
     for path, source in ordered:
         abspath = os.path.abspath(path)
         if not path.endswith(".py"):
             continue
-        if not pattern.search(source) and (abspath, MODULE_LEVEL) not in result:
+        if not _mentions(source, owners) and (abspath, MODULE_LEVEL) not in result:
             continue
         info = by_path.get(abspath)
         tree = info.tree if info is not None else parse(source, path)
@@ -146,10 +146,38 @@ def collect(
             described = _described_input(cls.node, lines, info.path)
             if described:
                 entry["evidence"].append(described)
-            example = _example_input(cls.node, info.tree, info.path)
+            example = (
+                _example_input(cls.node, info.tree, info.path)
+                if "example_input_array" in info.source
+                else None
+            )
             if example:
                 entry["evidence"].append(example)
     return result
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _mentions(source: str, names: dict[str, Any]) -> bool:
+    """Whether the text names one of `names` (a set lookup per word: one alternation of
+    every class name of a large run costs its length at every character)."""
+    return not names.keys().isdisjoint(_WORD.findall(source))
+
+
+def _naming_lines(source: str, names: dict[str, Any]) -> list[int]:
+    """Per line number, how many lines up to it name one of `names` (a running count)."""
+    counts = [0]
+    for line in re.split(r"\r\n|\r|\n", source):
+        counts.append(counts[-1] + (not names.keys().isdisjoint(_WORD.findall(line))))
+    return counts
+
+
+def _lines_name(node: ast.FunctionDef | ast.AsyncFunctionDef, naming: list[int]) -> bool:
+    """Whether a function's lines (its decorators too) name one of the counted names."""
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    last = min(node.end_lineno or len(naming) - 1, len(naming) - 1)
+    return naming[last] > naming[first - 1]
 
 
 def _example_input(node: ast.ClassDef, tree: ast.Module | None, path: str) -> Evidence | None:
@@ -210,7 +238,10 @@ def _scan_file(
         used_here.update((abspath, n) for n in by_path[abspath].classes)
         if by_path[abspath].module_level:
             used_here.add((abspath, MODULE_LEVEL))
+    naming = _naming_lines(source, owners)
     for scope in _scopes(tree):
+        if scope is not tree and not _lines_name(scope, naming):
+            continue  # nothing in it builds, calls or refers to a model class
         instances: dict[str, tuple[str, str]] = {}
         tensors: dict[str, Evidence] = {}
         for node in _scope_nodes(scope):
@@ -283,15 +314,23 @@ def _scan_file(
     for node in tree.body:
         if not isinstance(node, ast.ClassDef) or node.name not in owners:
             continue
-        bare_calls = {
-            id(inner.func)
-            for inner in ast.walk(node)
-            if isinstance(inner, ast.Call) and not inner.args and not inner.keywords
-        } | _only_named(node)
+        named: list[ast.Name] = []
+        # Names that neither build another class nor hand it on: a bare call's function,
+        # its bases (a subclass, `LevitDistilled(Levit)`, is another model), the types of
+        # an `isinstance` test (`_init_weights`) and annotations.
+        only_named = {id(n) for base in node.bases for n in ast.walk(base)}
         for inner in ast.walk(node):
-            if not isinstance(inner, ast.Name) or id(inner) in bare_calls:
+            if isinstance(inner, ast.Name):
+                if inner.id != node.name and inner.id in owners:
+                    named.append(inner)
                 continue
-            if inner.id != node.name:
+            if isinstance(inner, ast.Call) and not inner.args and not inner.keywords:
+                only_named.add(id(inner.func))
+            typed = _type_expression(inner)
+            if typed is not None:
+                only_named.update(id(n) for n in ast.walk(typed) if isinstance(n, ast.Name))
+        for inner in named:
+            if id(inner) not in only_named:
                 used = _resolve(inner.id, abspath, owners)
                 if used is not None:
                     result[(used.abspath, inner.id)]["sub_block"] = True
@@ -306,28 +345,25 @@ def _scan_file(
             result[key]["evidence"].append({**image, "direct": key in called_here})
 
 
-def _only_named(node: ast.ClassDef) -> set[int]:
-    """Names in a class that neither build another class nor hand it on: its bases (a
-    subclass, `LevitDistilled(Levit)`, is another model), the types of an `isinstance` test
-    (`_init_weights`) and annotations."""
-    found: set[int] = {id(n) for base in node.bases for n in ast.walk(base)}
-    for inner in ast.walk(node):
-        typed: list[ast.AST] = []
+def _type_expression(node: ast.AST) -> ast.AST | None:
+    """The expression that names types in a node: an `isinstance` test's second argument,
+    an argument's, a return's or an annotated assignment's annotation."""
+    if isinstance(node, ast.Call):
+        func = node.func
         if (
-            isinstance(inner, ast.Call)
-            and isinstance(inner.func, ast.Name)
-            and inner.func.id in ("isinstance", "issubclass")
-            and len(inner.args) == 2
+            isinstance(func, ast.Name)
+            and func.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
         ):
-            typed.append(inner.args[1])
-        elif isinstance(inner, ast.arg) and inner.annotation is not None:
-            typed.append(inner.annotation)
-        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.returns:
-            typed.append(inner.returns)
-        elif isinstance(inner, ast.AnnAssign):
-            typed.append(inner.annotation)
-        found.update(id(n) for t in typed for n in ast.walk(t) if isinstance(n, ast.Name))
-    return found
+            return node.args[1]
+        return None
+    if isinstance(node, ast.arg):
+        return node.annotation
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.returns
+    if isinstance(node, ast.AnnAssign):
+        return node.annotation
+    return None
 
 
 def builder_functions(
@@ -340,21 +376,25 @@ def builder_functions(
     when it calls the class, or calls another function of the module that does. With
     `mentioned`, a builder of any model counts for the classes it names (`BasicBlock`).
     """
-    functions = {
+    functions = top_functions(tree)
+    found = builders_of(functions, classes)
+    return users_of(functions, classes, found) if mentioned else found
+
+
+def top_functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return {
         node.name: node
         for node in tree.body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
+
+
+def builders_of(
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], classes: set[str]
+) -> dict[str, list[str]]:
+    """`builder_functions` without `mentioned`, from the module's top-level functions."""
     calls = {name: _returned_calls(node) for name, node in functions.items()}
     builds: dict[str, set[str]] = {name: calls[name] & classes for name in functions}
-    if mentioned:
-        builders = builder_functions(tree, classes)
-        names = {b for found in builders.values() for b in found}
-        return {
-            cls: [n for n in functions if n in names and cls in _names_in(functions[n])]
-            for cls in classes
-            if any(n in names and cls in _names_in(functions[n]) for n in functions)
-        }
     changed = True
     while changed:  # through helper chains (`resnet18` -> `_resnet` -> `ResNet`)
         changed = False
@@ -370,6 +410,22 @@ def builder_functions(
             continue
         for cls in sorted(builds[name]):
             found.setdefault(cls, []).append(name)
+    return found
+
+
+def users_of(
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    classes: set[str],
+    builders: dict[str, list[str]],
+) -> dict[str, list[str]]:
+    """`builder_functions` with `mentioned`, given the module's builders."""
+    names = {b for found in builders.values() for b in found}
+    named = {n: _names_in(functions[n]) for n in functions if n in names}
+    found: dict[str, list[str]] = {}
+    for cls in classes:
+        users = [n for n in named if cls in named[n]]
+        if users:
+            found[cls] = users
     return found
 
 

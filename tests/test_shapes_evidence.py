@@ -1,0 +1,65 @@
+"""Evidence for the shape check read from the linted files (no torch needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchlint.shapes import discover, evidence
+
+MODEL = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Network(nn.Module):
+    def forward(self, x):
+        return x
+"""
+
+SCRIPT = """
+import torch
+from model import Net
+
+
+def helper():
+    return torch.randn(3, 5)
+
+
+@torch.no_grad()
+def main():
+    model = Net()
+    model(torch.randn(2, 8))
+"""
+
+
+def _collect(files: list[tuple[str, str]]) -> dict:
+    infos = discover.scan(files)
+    return evidence.collect(infos, files, None)
+
+
+def test_call_sites_in_functions_that_name_the_class_are_read(tmp_path: Path) -> None:
+    model, script = str(tmp_path / "model.py"), str(tmp_path / "train.py")
+    facts = _collect([(model, MODEL), (script, SCRIPT)])
+    found = [e["shapes"] for e in facts[(model, "Net")]["evidence"]]
+    assert found == [[[2, 8]]]  # from the decorated `main`; `helper` names no model
+    assert facts[(model, "Network")]["evidence"] == []
+
+
+def test_a_class_is_mentioned_by_its_whole_name_only() -> None:
+    names = {"Net": []}
+    assert evidence._mentions("m = models.Net(3)", names)
+    assert not evidence._mentions("m = Network(3)  # NetBlock, _Net", names)
+
+
+def test_lines_naming_a_class_are_counted_per_line() -> None:
+    counts = evidence._naming_lines("a = 1\r\nb = Net()\rc = 2\nd = Net\n", {"Net": []})
+    assert counts == [0, 0, 1, 1, 2, 2]
