@@ -49,6 +49,32 @@ def test_an_unknown_command_is_an_error(project: Path) -> None:
     assert run_cli("config", cwd=project).returncode == 1
 
 
+def test_a_run_that_finds_no_file_does_not_say_all_passed(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("nothing to lint\n")
+    result = run_cli(".", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "no Python files or notebooks found" in result.stderr
+    assert "All checks passed" not in result.stdout
+    assert "not run: every check" in result.stdout
+
+
+def test_a_named_folder_inside_an_excluded_one_is_checked(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")
+    package = tmp_path / ".venv" / "lib" / "python3.12" / "site-packages" / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "sub" / "model.py").write_text(BUGGY)
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "stale.py").write_text(BUGGY)
+    (tmp_path / "src.py").write_text(BUGGY)
+    named = run_cli(".venv/lib/python3.12/site-packages/pkg", "--no-shapes", cwd=tmp_path)
+    assert named.returncode == 1, named.stderr
+    assert "pkg/sub/model.py:" in named.stdout
+    assert "__pycache__" not in named.stdout  # excludes still apply below the named folder
+    # The project's own run still leaves the virtual environment out.
+    whole = run_cli(".", "--no-shapes", cwd=tmp_path)
+    assert "src.py:" in whole.stdout and ".venv" not in whole.stdout
+
+
 def test_version_command(tmp_path: Path) -> None:
     result = run_cli("version", cwd=tmp_path)
     assert result.returncode == 0

@@ -329,6 +329,7 @@ def _report(
         print(f"{kind}: {warning}", file=sys.stderr)
     if not result.files and not args.stdin_filename and not missing:
         print("warning: no Python files or notebooks found under the given paths", file=sys.stderr)
+        result.not_run.append("every check (no Python file or notebook was found)")
     if args.verbose:
         print(
             f"torchlint: checked {len(result.files)} files, {result.cached} from the cache",

@@ -398,10 +398,30 @@ def is_excluded(
     overrides = overrides or Overrides()
     config = config_for(path, overrides)
     spec = _spec(config.exclude + config.extend_exclude + overrides.extend_exclude)
-    relative = _relative(path, config, within)
+    relative = _excludable(path, config, spec, within)
+    return _covered(relative, spec)
+
+
+def _covered(relative: str, spec: PathPatterns) -> bool:
+    """Whether `spec` excludes the relative path itself or one of its folders."""
     return spec.match_file(relative) or any(
         spec.match_file(part + "/") for part in _parents(relative)
     )
+
+
+def _excludable(path: Path, config: Config, spec: PathPatterns, within: Path | None) -> str:
+    """`path` as excludes see it (`_relative`), except below a folder the user named that
+    the excludes cover: then relative to that folder, which is checked as named
+    (`torchlint .venv/lib/python3.12/site-packages/transformers`), ruff's way."""
+    if within is not None:
+        named = _relative(within, config)
+        inside = os.path.abspath(within).startswith(str(config.root).rstrip(os.sep) + os.sep)
+        if inside and _covered(named + "/", spec):
+            base = os.path.abspath(within).rstrip(os.sep) + os.sep
+            absolute = os.path.abspath(path)
+            if absolute.startswith(base):
+                return Path(absolute[len(base) :]).as_posix()
+    return _relative(path, config, within)
 
 
 def is_included(path: Path, overrides: Overrides | None = None) -> bool:
@@ -431,7 +451,7 @@ def file_filter(
     exclude = _spec(config.exclude + config.extend_exclude + overrides.extend_exclude)
     # `_relative` of a file in the folder, less the file's own name.
     included_prefix = _relative(directory / "_", config)[:-1]
-    excluded_prefix = _relative(directory / "_", config, within)[:-1]
+    excluded_prefix = _excludable(directory / "_", config, exclude, within)[:-1]
     parent_excluded = any(
         exclude.match_file(part + "/") for part in _parents(excluded_prefix + "_")
     )
