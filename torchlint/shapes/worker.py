@@ -473,11 +473,33 @@ def _parallel_children() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
+    return max(1, min(_MAX_CHILDREN, cores, int(_idle_cores(cores) + 0.5)))
+
+
+def _idle_cores(cores: int) -> float:
+    """Idle cores right now, read from /proc/stat over a moment where there is one. The load
+    average trails by a minute, so it would still count this run's own source-rule processes,
+    which have just finished, and keep a long run's shape checks on one core."""
     try:
-        idle = cores - os.getloadavg()[0]
+        before = _cpu_ticks()
+        time.sleep(0.15)
+        after = _cpu_ticks()
+        total = sum(after) - sum(before)
+        if total > 0:
+            idle = after[3] + after[4] - before[3] - before[4]  # idle and iowait
+            return min(cores, (os.cpu_count() or cores) * idle / total)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return cores - os.getloadavg()[0]
     except OSError:
-        idle = 1.0
-    return max(1, min(_MAX_CHILDREN, cores, int(idle + 0.5)))
+        return 1.0
+
+
+def _cpu_ticks() -> list[int]:
+    """The machine's CPU time so far, by state (user, nice, system, idle, iowait, ...)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        return [int(value) for value in stat.readline().split()[1:9]]
 
 
 def _warm_while_waiting() -> float | None:
