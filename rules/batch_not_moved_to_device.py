@@ -123,7 +123,7 @@ class BatchNotMovedToDevice(Rule):
         if name is None:
             return False
         last = name.rsplit(".", 1)[-1].lower()
-        return "loader" in last or "dl" in last or "DataLoader" in self.context.source
+        return "loader" in last or "dl" in last or self.context.mentions("DataLoader")
 
     def _mark_scope(self) -> None:
         for node in reversed(self.context.ancestors):
@@ -196,7 +196,7 @@ def stays_on_cpu(context: FileContext, variable: str) -> bool:
 
 def _collated_lists(context: FileContext) -> frozenset[str]:
     """Names (and dict keys) under which the file's collate functions return Python lists."""
-    if "collate" not in context.source:  # no collate function, by name or by `collate_fn=`
+    if not context.mentions("collate"):  # no collate function, by name or by `collate_fn=`
         return frozenset()
     nodes = iter_descendants(context.module)
     passed = {

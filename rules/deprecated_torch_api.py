@@ -186,7 +186,7 @@ class DeprecatedTorchApi(Rule):
         """The file assigns the attribute itself (`F.upsample = wrap(F.upsample)`): it is
         patching every function, the deprecated ones included, not using them."""
         spelled = re.escape(self.context.code(node))
-        return re.search(rf"^\s*{spelled}\s*=[^=]", self.context.source, re.M) is not None
+        return self.context.matches(re.compile(rf"^\s*{spelled}\s*=[^=]", re.M))
 
     def _compatibility_fallback(self) -> bool:
         """Inside a branch chosen by a version check (`if is_torch_version(...)`,

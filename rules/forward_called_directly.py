@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.call_args import detached, keeps_comments
 from torchlint.analysis.test_paths import is_test_file
-from torchlint.context import FileContext
+from torchlint.context import FileContext, layout_read
 from torchlint.diagnostic import Severity
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
@@ -184,6 +184,7 @@ def _explained_bypass(context: FileContext) -> bool:
     )
     if statement is None:
         return False
+    layout_read(statement)
     comments: list[str] = []
     for line in reversed(statement.leading_lines):
         if line.comment is None:

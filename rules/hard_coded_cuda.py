@@ -124,7 +124,7 @@ class HardCodedCuda(Rule):
             return
         if _gpu_only_file(self.context):
             return
-        if _DEVICE_AWARE.search(self.context.source):
+        if self.context.matches(_DEVICE_AWARE):
             return
         # One finding per function (its first use): the remedy is one device for all of them.
         uses: dict[int, list[cst.CSTNode]] = {}

@@ -264,7 +264,7 @@ class InplaceOnGradTensor(Rule):
                 ):
                     return True
         applied = re.compile(rf"\.apply\(\s*{re.escape(function.name.value)}\s*\)")
-        return applied.search(self.context.source) is not None
+        return self.context.matches(applied)
 
     def _check_grad_tensor(self, change: InPlace) -> None:
         """Consider one in-place change at the node being visited."""

@@ -154,17 +154,16 @@ class MissingEvalMode(Rule):
         if (
             "loop" in flags
             and ("mode" in flags or "local_call" in flags)
-            and "backward" in self.context.source
+            and self.context.mentions("backward")
         ):
             index = scope_index(self.context, scope, method_class(self.context, scope))
             self._trained_in_eval_mode(index)
 
     def _may_know_models(self) -> bool:
         """Whether any model class with dropout/batch norm can be recognised in this file."""
-        source = self.context.source
         return (
-            "torchvision" in source
-            or "Sequential" in source
+            self.context.mentions("torchvision")
+            or self.context.mentions("Sequential")
             or bool(mode_layer_classes(self.context))
             or project_imports(self.context) is not None  # a class of another project file
         )
@@ -210,7 +209,7 @@ class MissingEvalMode(Rule):
         values = model.index(self.context.module).get(name, [])
         if len(values) != 1 or not isinstance(values[0], cst.Call):
             return False
-        if _MODE_SWITCH.search(self.context.source):
+        if self.context.matches(_MODE_SWITCH):
             return False
         return bool(built_model(self.context, values[0]))
 

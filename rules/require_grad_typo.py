@@ -123,6 +123,8 @@ class RequireGradTypo(Rule):
         string, definition): then it is a real attribute of some object, not a typo."""
         pattern = re.compile(rf"\b{re.escape(attribute)}\b")
         assigned = re.compile(rf"\.{re.escape(attribute)}\s*(?::[^=\n]*)?=(?!=)")
-        return len(pattern.findall(self.context.source)) > len(
-            assigned.findall(self.context.source)
-        )
+        return self.context.scan(_more_often, pattern, assigned)
+
+
+def _more_often(source: str, pattern: re.Pattern[str], than: re.Pattern[str]) -> bool:
+    return len(pattern.findall(source)) > len(than.findall(source))

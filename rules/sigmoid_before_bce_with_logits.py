@@ -71,7 +71,7 @@ class SigmoidBeforeBceWithLogits(Rule):
         super().__init__(context)
         # Shared with the sibling rules; None when the file has no loss of this family.
         self._flow = (
-            activation_flow(context) if has_loss_token(context.source, BCE_WITH_LOGITS) else None
+            activation_flow(context) if context.scan(has_loss_token, BCE_WITH_LOGITS) else None
         )
 
     def visit_Call(self, node: cst.Call) -> None:

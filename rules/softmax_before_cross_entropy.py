@@ -83,7 +83,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
         super().__init__(context)
         # Shared with the sibling rules; None when the file has no loss of this family.
         self._flow = (
-            activation_flow(context) if has_loss_token(context.source, CROSS_ENTROPY) else None
+            activation_flow(context) if context.scan(has_loss_token, CROSS_ENTROPY) else None
         )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -66,7 +66,7 @@ class SoftmaxBeforeNllLoss(Rule):
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         # Shared with the sibling rules; None when the file has no loss of this family.
-        self._flow = activation_flow(context) if has_loss_token(context.source, NLL) else None
+        self._flow = activation_flow(context) if context.scan(has_loss_token, NLL) else None
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._flow is None:

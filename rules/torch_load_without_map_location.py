@@ -85,7 +85,7 @@ class TorchLoadWithoutMapLocation(Rule):
         if len(positional(node)) >= 2 or any(a.star for a in node.args):
             return  # map_location passed positionally (or possibly, through *args)
         if self._chooses_device is None:
-            self._chooses_device = _chooses_device(self.context.source) and not is_test_file(
+            self._chooses_device = self.context.scan(_chooses_device) and not is_test_file(
                 self.context.path
             )
         if not self._chooses_device or loads_own_data(self.context, node):

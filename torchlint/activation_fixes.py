@@ -11,7 +11,7 @@ import libcst as cst
 
 from torchlint.analysis.activations import LOG_SOFTMAX, SIGMOID, SOFTMAX
 from torchlint.analysis.call_args import detached, keeps_comments, with_absolute_indent
-from torchlint.context import FileContext, iter_scope_nodes
+from torchlint.context import FileContext, iter_scope_nodes, layout_read
 from torchlint.fix_layout import indent_at
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
@@ -250,6 +250,7 @@ def _has_comments(statement: cst.SimpleStatementLine) -> bool:
     """Comments on, in or just above the statement: removing it would lose them."""
     import libcst.matchers as m  # slow to import: only when a fix is built
 
+    layout_read(statement)
     return any(line.comment is not None for line in statement.leading_lines) or bool(
         m.findall(statement.with_changes(leading_lines=()), m.Comment())
     )
@@ -328,6 +329,7 @@ def drop_last_layer(
         return None
     if len(sequential.args) < 2 or _has_other_runs(context, name, call):
         return None
+    layout_read(last)
     if m.findall(last, m.Comment()):
         return None
     args = list(sequential.args)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,8 +22,31 @@ if TYPE_CHECKING:
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _SCOPE_TYPES = frozenset(_SCOPES)
 _Analysis = TypeVar("_Analysis")
+_Scanned = TypeVar("_Scanned")
 
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList"})
+
+#: While a lint records them: the nodes whose comments or spacing a rule looked at.
+_LAYOUT_READS: ContextVar[list[cst.CSTNode] | None] = ContextVar("layout_reads", default=None)
+
+
+def layout_read(node: cst.CSTNode) -> None:
+    """Note that a rule (or a fix it builds) looks at `node`'s comments or spacing, which the
+    tree's code leaves out: an edit of them alone may change what it finds."""
+    reads = _LAYOUT_READS.get()
+    if reads is not None:
+        reads.append(node)
+
+
+@contextlib.contextmanager
+def layout_reads() -> Iterator[list[cst.CSTNode]]:
+    """The nodes passed to `layout_read` while in the block."""
+    reads: list[cst.CSTNode] = []
+    token = _LAYOUT_READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _LAYOUT_READS.reset(token)
 
 
 class NodeTexts:
@@ -49,6 +75,15 @@ class NodeTexts:
                 found = (node, module.code_for_node(node))
             self._texts[id(node)] = found
         return found[1]
+
+    def known(self) -> list[tuple[cst.CSTNode, str]]:
+        """The nodes whose text was asked for (not those only lent), with their texts."""
+        return list(self._texts.values())
+
+    def add(self, module: cst.Module, node: cst.CSTNode, text: str) -> None:
+        """Record `text` as `node`'s text in `module` (as if asked for)."""
+        self._style = (module.default_indent, module.default_newline)
+        self._texts[id(node)] = (node, text)
 
 
 @dataclass
@@ -79,7 +114,12 @@ class FileContext:
         self.project_index = project_index
         #: The `torch-version` setting ("2.1"), or None when the project sets none.
         self.torch_version = torch_version
-        self.source = source
+        self._source = source
+        #: Whether a rule read `source` itself rather than through `scan` (see `scans`).
+        self.source_read = False
+        #: Each `scan` of the text and what it found, in order: a text whose scans find the
+        #: same, and whose tree is the same, gets the same findings.
+        self.scans: list[tuple[Callable[..., Any], tuple[Any, ...], Any]] = []
         self.module = module
         self.imports = imports
         #: The nodes enclosing the one being visited, outermost first (kept by the walker).
@@ -90,6 +130,33 @@ class FileContext:
         self._class_defs: dict[str, cst.ClassDef] | None = None
         self._shared: dict[Callable[..., Any], Any] = {}
         self._texts = texts if texts is not None else NodeTexts()
+
+    # -- the text -----------------------------------------------------------------------------
+    @property
+    def source(self) -> str:
+        """The file's text; prefer `scan`, `mentions` or `matches`, which say what was read."""
+        self.source_read = True
+        return self._source
+
+    def scan(self, function: Callable[..., _Scanned], *args: Any) -> _Scanned:
+        """`function(source, *args)`: a look at the file's text, recorded in `scans`.
+
+        `function` must be a pure function of its arguments, its result comparable with ==.
+        """
+        for known, known_args, result in self.scans:
+            if known is function and known_args == args:
+                return result  # type: ignore[no-any-return]
+        result = function(self._source, *args)
+        self.scans.append((function, args, result))
+        return result
+
+    def mentions(self, text: str) -> bool:
+        """Whether `text` occurs anywhere in the file (comments and strings included)."""
+        return self.scan(_mentions, text)
+
+    def matches(self, pattern: re.Pattern[str]) -> bool:
+        """Whether `pattern` is found anywhere in the file's text."""
+        return self.scan(_matches, pattern)
 
     # -- reporting --------------------------------------------------------------------------
     def add_report(
@@ -232,6 +299,14 @@ class FileContext:
                     if target.startswith("self."):
                         found.setdefault(target, []).extend(values)
         return found
+
+
+def _mentions(source: str, text: str) -> bool:
+    return text in source
+
+
+def _matches(source: str, pattern: re.Pattern[str]) -> bool:
+    return pattern.search(source) is not None
 
 
 def _block_statements(body: cst.BaseSuite) -> list[cst.BaseStatement]:

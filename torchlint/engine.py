@@ -10,10 +10,12 @@ import ast
 import sys
 import warnings
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 
-from torchlint.context import FileContext, NodeTexts, Report
+from torchlint.context import FileContext, NodeTexts, Report, layout_reads
 from torchlint.diagnostic import INTERNAL_ERROR, SYNTAX_ERROR, Diagnostic, Edit, Fix, Severity
 from torchlint.names import ImportMap, top_level_imports
 from torchlint.noqa import apply_suppressions
@@ -29,6 +31,24 @@ from torchlint.walker import TreeIndex, indexed, walk
 # guard bounds the nesting, this gives it room. Calls between Python functions do not
 # grow the C stack, so the headroom is safe.
 _RECURSION_LIMIT = 10 * MAX_CHAIN
+
+
+@dataclass
+class LintRecord:
+    """What one lint of a parsed text looked at and found, before locating: enough to tell
+    whether an edited text would give the same findings (`torchlint.server.relint`)."""
+
+    rules: tuple[type[Rule], ...] = ()
+    reports: list[Report] = field(default_factory=list)
+    #: The scans of the text the rules made, with their results (`FileContext.scan`).
+    scans: list[tuple[Callable[..., Any], tuple[Any, ...], Any]] = field(default_factory=list)
+    #: The nodes whose comments or spacing the rules looked at (`context.layout_read`).
+    layout: list[cst.CSTNode] = field(default_factory=list)
+    #: The tree index the rules walked.
+    index: TreeIndex | None = None
+    #: Whether the findings may depend on more than the tree and the scans: a rule read the
+    #: whole text, or another file of the project, or crashed.
+    opaque: bool = True
 
 
 def lint_bytes(
@@ -62,6 +82,7 @@ def lint_source(
     locator: Callable[[cst.Module, Iterable[cst.CSTNode]], dict[cst.CSTNode, Span]] = locate,
     index: TreeIndex | None = None,
     texts: NodeTexts | None = None,
+    record: LintRecord | None = None,
 ) -> list[Diagnostic]:
     """Lint Python source text with the rules whose codes are in `enabled`.
 
@@ -69,7 +90,8 @@ def lint_source(
     `project_index` reads the project files the source imports (memory-cached only if None);
     `parsed` is what `parse(source)` returns, when the caller has it already, `locator`
     a faster `positions.locate` for that tree, `index` its `TreeIndex` and `texts` its
-    nodes' source text, as far as known.
+    nodes' source text, as far as known; `record`, when given, is filled with what the
+    lint of the tree looked at and found.
     """
     rules = active_rules(source, enabled)
     if not rules:
@@ -92,13 +114,23 @@ def lint_source(
         project_index=project_index or ProjectIndex(),
         texts=texts,
     )
-    with indexed(module, index):  # the rules' many walks of the tree become look-ups
-        crashes = run_rules(context, rules)
+    with indexed(module, index) as walked, layout_reads() as layout:
+        crashes = run_rules(context, rules)  # the rules' many walks of the tree: look-ups
     reports = [r for r in context.reports if type(r.rule) not in crashes]
-    diagnostics = _locate(context, reports, locator)
+    if record is not None:
+        record.rules, record.reports, record.scans = tuple(rules), reports, context.scans
+        record.layout, record.index = layout, walked
+        consulted = context.project_index is not None and context.project_index.consulted
+        record.opaque = bool(crashes) or context.source_read or consulted
+    diagnostics = located(context.path, context.module, reports, locator)
     diagnostics.extend(
         _internal_error(context, rule, node, exc) for rule, (node, exc) in crashes.items()
     )
+    return finished(source, diagnostics)
+
+
+def finished(source: str, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Located findings as a lint returns them: `# noqa` applied, in order."""
     return sorted(apply_suppressions(source, diagnostics), key=Diagnostic.sort_key)
 
 
@@ -143,11 +175,13 @@ def _guarded(
     return call
 
 
-def _locate(
-    context: FileContext,
+def located(
+    path: str,
+    module: cst.Module,
     reports: list[Report],
     locator: Callable[[cst.Module, Iterable[cst.CSTNode]], dict[cst.CSTNode, Span]] = locate,
 ) -> list[Diagnostic]:
+    """The reports of a lint of `module` as diagnostics, at their lines and columns."""
     if not reports:
         return []
     nodes = [r.node for r in reports]
@@ -157,7 +191,7 @@ def _locate(
             nodes.extend(report.fix.deletions)
         if report.line_of is not None:
             nodes.append(report.line_of)
-    spans = locator(context.module, nodes)
+    spans = locator(module, nodes)
     diagnostics = []
     for report in reports:
         start_line, start_column, end_line, end_column = spans[report.node]
@@ -165,7 +199,7 @@ def _locate(
         if report.fix is not None:
             edits = []
             for old, new in report.fix.replacements:
-                text = new if isinstance(new, str) else context.module.code_for_node(new)
+                text = new if isinstance(new, str) else module.code_for_node(new)
                 a, b, c, d = spans[old]
                 edits.append(Edit(a, b + 1, c, d + 1, text))
             edits.extend(Edit(line, 1, line, 1, text) for line, text in report.fix.insertions)
@@ -175,7 +209,7 @@ def _locate(
             fix = Fix(report.fix.message, tuple(edits), report.fix.safe)
         diagnostics.append(
             Diagnostic(
-                path=context.path,
+                path=path,
                 line=start_line,
                 column=start_column + 1,
                 end_line=end_line,

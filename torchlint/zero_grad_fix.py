@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.call_args import with_absolute_indent
-from torchlint.context import FileContext
+from torchlint.context import FileContext, layout_read
 from torchlint.fix_layout import indent_at
 from torchlint.fixes import FixBuilder
 from torchlint.names import dotted_name
@@ -32,7 +32,7 @@ def insert_zero_grad(
     if indent is None:
         return None
     head = first.body[0]
-    moved = context.module.code_for_node(with_absolute_indent(head, indent))
+    moved = context.code(with_absolute_indent(head, indent))
     return FixBuilder(
         message=f"Call {name}.zero_grad() at the start of each iteration",
         replacements=[(head, f"{name}.zero_grad()\n{indent}{moved}")],
@@ -44,6 +44,7 @@ def _insertion_point(
     statements: list[cst.BaseStatement], backward: cst.CSTNode
 ) -> cst.BaseStatement:
     for statement in statements:
+        layout_read(statement)
         if isinstance(statement, cst.SimpleStatementLine) and not any(
             line.comment for line in statement.leading_lines
         ):

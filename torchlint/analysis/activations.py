@@ -234,14 +234,7 @@ class ActivationFlow:
                 if canonical(target) in _LOSS_CLASSES or canonical(target) in _LOSS_FUNCTIONS
             )
             spelled = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, spellings))) + r")\b")
-            source = self.context.source
-            found: set[str] = set()
-            for match in spelled.finditer(source):
-                start = source.rfind("\n", 0, match.start()) + 1
-                line = _ASSIGNMENT_PREFIX.match(source, start, match.start())
-                if line is not None:
-                    found.update(t.rsplit(".", 1)[-1] for t in _ASSIGNED_NAME.findall(line[1]))
-            self._loss_holders = frozenset(found)
+            self._loss_holders = self.context.scan(_assigned_from, spelled)
         return self._loss_holders
 
     def _shallow_loss(self, value: cst.BaseExpression | None) -> LossSpec | None:
@@ -579,13 +572,15 @@ class ActivationFlow:
         """Whether `scope` may change the layers of a model held in `name` after building it."""
         key = (name, id(scope))
         if key not in self._mutated:
-            text = self.context.source if scope is self.context.module else self.context.code(scope)
             escaped = re.escape(name)
             pattern = re.compile(
                 rf"\b{escaped}\s*(?:\.\s*(?:append|extend|insert|add_module|register_module|pop)"
                 rf"\s*\(|\[[^\]\n]*\]\s*=[^=]|\.\s*\w+\s*=[^=])|\bdel\s+[\w.]*\b{escaped}\s*\["
             )
-            self._mutated[key] = pattern.search(text) is not None
+            if scope is self.context.module:
+                self._mutated[key] = self.context.matches(pattern)
+            else:
+                self._mutated[key] = pattern.search(self.context.code(scope)) is not None
         return self._mutated[key]
 
 
@@ -600,6 +595,17 @@ def _callable_name(function: cst.FunctionDef, where: Where) -> str:
 def activation_flow(context: FileContext) -> ActivationFlow:
     """The file's shared activation-flow analysis (for TL101 to TL105)."""
     return context.shared(ActivationFlow)
+
+
+def _assigned_from(source: str, spelled: re.Pattern[str]) -> frozenset[str]:
+    """Names assigned on a line where one of the `spelled` names occurs."""
+    found: set[str] = set()
+    for match in spelled.finditer(source):
+        start = source.rfind("\n", 0, match.start()) + 1
+        line = _ASSIGNMENT_PREFIX.match(source, start, match.start())
+        if line is not None:
+            found.update(t.rsplit(".", 1)[-1] for t in _ASSIGNED_NAME.findall(line[1]))
+    return frozenset(found)
 
 
 def has_loss_token(source: str, kind: str) -> bool:

@@ -10,7 +10,7 @@ import dataclasses
 
 import libcst as cst
 
-from torchlint.context import FileContext
+from torchlint.context import FileContext, layout_read
 
 
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
@@ -128,6 +128,7 @@ def comment_count(node: cst.CSTNode) -> int:
 
 def _count(node: cst.CSTNode, wanted: type[cst.CSTNode]) -> int:
     """Nodes of type `wanted` in `node`, whitespace and comments included."""
+    layout_read(node)
     count = 0
     stack: list[object] = [node]
     while stack:

@@ -513,7 +513,7 @@ class Bindings:
         """Names some function declares `global` (so a module-level value may change)."""
         if self._globals is None:
             found: set[str] = set()
-            if "global" in self.context.source:
+            if self.context.mentions("global"):
                 for node in iter_descendants(self.context.module):
                     if isinstance(node, cst.Global):
                         found.update(item.name.value for item in node.names)

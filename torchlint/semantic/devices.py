@@ -471,8 +471,7 @@ def classes_kept_on_cpu(context: FileContext) -> frozenset[str]:
 
 
 def _cpu_only_classes(context: FileContext) -> frozenset[str]:
-    source = context.source
-    if "__main__" not in source or _DEVICE_WORDS.search(source):
+    if not context.mentions("__main__") or context.matches(_DEVICE_WORDS):
         return frozenset()
     classes = context.class_defs()
     return frozenset(

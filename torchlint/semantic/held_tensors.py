@@ -175,10 +175,7 @@ class HeldTensors:
         """Every name the file calls `requires_grad_(` on or assigns `.requires_grad` of (a
         text scan)."""
         if self._flagged_names is None:
-            source = self.context.source
-            self._flagged_names = frozenset(
-                _FLAGGED.findall(source) if "requires_grad" in source else ()
-            )
+            self._flagged_names = self.context.scan(_flagged_names)
         return self._flagged_names
 
     def _changed_in(self, stmt: cst.CSTNode) -> frozenset[str]:
@@ -223,7 +220,7 @@ class HeldTensors:
         file, with what it freezes (loop variables replaced by the module they walk)."""
         if self._freezes is None:
             self._freezes = []
-            if "requires_grad" in self.context.source:
+            if self.context.mentions("requires_grad"):
                 self._collect_freezes((self.context.module,))
         return self._freezes
 
@@ -360,3 +357,7 @@ def _flag_values(
     if isinstance(target, cst.StarredElement):
         return _flag_values(target.value, None)
     return [(target, value)]
+
+
+def _flagged_names(source: str) -> frozenset[str]:
+    return frozenset(_FLAGGED.findall(source) if "requires_grad" in source else ())

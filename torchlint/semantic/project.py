@@ -43,6 +43,11 @@ class ProjectIndex:
         self.cache_dir = cache_dir
         self._by_path: dict[Path, FileSummary | None] = {}
 
+    @property
+    def consulted(self) -> bool:
+        """Whether any project file has been read (or looked for and not found)."""
+        return bool(self._by_path)
+
     def summary(self, path: Path) -> FileSummary | None:
         """The summary of a project file, or None when it cannot be read or parsed."""
         if path not in self._by_path:

@@ -424,7 +424,7 @@ class TensorFacts:
         self, classdef: cst.ClassDef
     ) -> list[tuple[str, cst.BaseExpression]]:
         """`self.register_parameter("w", nn.Parameter(...))` calls in the class's methods."""
-        if "register_parameter" not in self.context.source:
+        if not self.context.mentions("register_parameter"):
             return []
         found = []
         for node in iter_descendants(classdef):

@@ -345,7 +345,10 @@ def backward_function_names(context: FileContext) -> frozenset[str]:
 
 
 def _backward_function_names(context: FileContext) -> frozenset[str]:
-    source = context.source
+    return context.scan(_backward_functions_in)
+
+
+def _backward_functions_in(source: str) -> frozenset[str]:
     found: set[str] = set()
     matches = list(_DEF_LINE.finditer(source))
     for index, match in enumerate(matches):

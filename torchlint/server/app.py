@@ -32,11 +32,12 @@ from pygls.workspace import TextDocument, Workspace
 
 from torchlint import __version__
 from torchlint.diagnostic import Diagnostic
-from torchlint.engine import INTERNAL_ERROR, active_rules, file_error, lint_source
+from torchlint.engine import INTERNAL_ERROR, LintRecord, active_rules, file_error, lint_source
 from torchlint.noqa import apply_suppressions
 from torchlint.notebook import Notebook, notebook_from_cells, to_cell_diagnostic
 from torchlint.server.convert import Text, to_lsp
 from torchlint.server.protocol import TorchlintProtocol
+from torchlint.server.relint import carried
 from torchlint.server.reparse import ParsedText, reparse
 from torchlint.server.settings import (
     CONFIG_FILE_NAMES,
@@ -176,6 +177,15 @@ def lint_document(
             source, display, settings.enabled, torch_version=settings.torch_version, parsed=parsed
         )
         return Linted(text, display, settings, diagnostics)
+    key = (display, frozenset(settings.enabled), settings.torch_version)
+    earlier = previous.lints.get(key) if previous is not None else None
+    found = carried(earlier, previous, parsed, display, settings.enabled) if earlier else None
+    if found is not None:  # an edit of comments or spacing: the same findings, moved
+        diagnostics, record = found
+        parsed.lints.clear()
+        parsed.lints[key] = record
+        return Linted(text, display, settings, diagnostics, parsed)
+    record = LintRecord()
     diagnostics = lint_source(
         source,
         display,
@@ -185,7 +195,10 @@ def lint_document(
         locator=parsed.locate,
         index=parsed.tree_index(),
         texts=parsed.texts,
+        record=record,
     )
+    parsed.lints.clear()
+    parsed.lints[key] = record
     return Linted(text, display, settings, diagnostics, parsed)
 
 

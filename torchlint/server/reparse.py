@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.context import NodeTexts
-from torchlint.engine import parse
+from torchlint.engine import LintRecord, parse
 from torchlint.parse_guard import complexity_error
 from torchlint.positions import Span, line_column, locate, offsets
 from torchlint.walker import TreeIndex, iter_descendants
@@ -56,6 +56,8 @@ class ParsedText:
     indexes: dict[int, TreeIndex] = field(default_factory=dict, compare=False, repr=False)
     #: The source text of nodes, as the lint asked for it; the next parse borrows from it.
     texts: NodeTexts = field(default_factory=NodeTexts, compare=False, repr=False)
+    #: What the lint of this text looked at and found, by its settings (`relint.carried`).
+    lints: dict[object, LintRecord] = field(default_factory=dict, compare=False, repr=False)
 
     def tree_index(self) -> TreeIndex:
         """The module's tree index, joined from its statements' (made for those not kept)."""
