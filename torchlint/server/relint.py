@@ -82,8 +82,8 @@ def carried(
     old, module = previous.module, parsed.module
     if record.opaque:
         return None
-    index = record.index if record.index is not None else previous.tree_index()
-    if index.order[0] is not old:
+    index = record.index
+    if index is None or index.order[0] is not old:
         return None
     if (old.default_indent, old.default_newline) != (
         module.default_indent,
@@ -117,7 +117,8 @@ def carried(
             return None
         reports.append(moved)
     diagnostics = finished(source, located(path, module, reports, parsed.locate))
-    return diagnostics, LintRecord(record.rules, reports, record.scans, layout, opaque=False)
+    walked = parsed.tree_index()  # for the next edit: joined from the kept statements'
+    return diagnostics, LintRecord(record.rules, reports, record.scans, layout, walked, False)
 
 
 def _edited(old: cst.Module, new: cst.Module) -> Mapping | None:
