@@ -15,6 +15,7 @@ pytest.importorskip("lsprotocol", reason="lsprotocol is not installed")
 import torch
 
 from tests.test_server_reparse import random_edit
+from torchlint.context import Report
 from torchlint.engine import lint_source
 from torchlint.server import app, relint
 from torchlint.server.app import lint_document
@@ -160,3 +161,21 @@ def test_a_text_that_does_not_parse_is_not_carried_over() -> None:
     assert not isinstance(full_parse(broken), ParsedText)
     second = lint_document(None, "t.py", broken, ROOT, "utf-16", first.parsed)
     assert [d.code for d in second.diagnostics] == ["TL000"]
+
+
+def test_a_finding_on_the_module_is_moved_to_the_new_module() -> None:
+    text = (
+        "import torch\nimport torch.nn.functional as F\n\n\n"
+        "def train(model, x, y):\n    return F.cross_entropy(F.softmax(model(x), dim=1), y)\n"
+    )
+    first = lint_document(None, "t.py", text, ROOT, "utf-16")
+    assert first.parsed is not None
+    record = next(iter(first.parsed.lints.values()))
+    rule = record.reports[0].rule
+    record.reports.append(Report(rule, first.parsed.module, "on the file", None))
+    edited = text.replace("def train", "# note\ndef train")
+    second = lint_document(None, "t.py", edited, ROOT, "utf-16", first.parsed)
+    assert [(d.line, d.message[:11]) for d in second.diagnostics] == [
+        (1, "on the file"),
+        (7, first.diagnostics[0].message[:11]),
+    ]

@@ -52,12 +52,16 @@ Mapping = dict[int, tuple[cst.CSTNode, cst.CSTNode]]
 class _Edited:
     """The nodes an edit replaced, with their counterparts, in an indexed old tree."""
 
-    def __init__(self, mapping: Mapping, index: TreeIndex) -> None:
+    def __init__(self, mapping: Mapping, index: TreeIndex, module: cst.Module) -> None:
         self.mapping = mapping
         self.index = index
+        self.module = module
 
     def new(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The new tree's counterpart of an edited node; None for any other node."""
+        """The new tree's counterpart of an edited node (or of the module); None for any
+        other node."""
+        if node is self.index.order[0]:
+            return self.module
         pair = self.mapping.get(id(node))
         return pair[1] if pair is not None and pair[0] is node else None
 
@@ -99,7 +103,7 @@ def carried(
     for function, args, result in record.scans:
         if function(source, *args) != result:
             return None
-    edited = _Edited(mapping, index)
+    edited = _Edited(mapping, index, module)
     if not _texts(previous.texts, parsed.texts, module, old, edited):
         return None
     layout = []
