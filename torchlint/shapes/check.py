@@ -58,6 +58,7 @@ from torchlint.shapes.inputs import (
     tensor_plan,
     trace,
 )
+from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.propagate import (
     Failure,
@@ -478,6 +479,8 @@ class FileChecker:
         self.stats.models.append(record)
         try:
             self._check_model(model, label, where, spec, declared, record, prefix)
+            if record["result"] == "skipped" and not declared.get("shapes"):
+                self._check_with_companions(model, label, where, spec, record, prefix)
         except Exception as exc:
             record["result"] = "skipped"
             self._skip(where[0], where[1], label, explain(f"internal error: {_brief(exc)}"))
@@ -487,6 +490,32 @@ class FileChecker:
             if record["result"] != "skipped":
                 with contextlib.suppress(Exception):
                     self.covered.update(type(m) for m in model.modules())
+
+    def _check_with_companions(
+        self,
+        model: nn.Module,
+        label: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        record: dict[str, Any],
+        prefix: str,
+    ) -> None:
+        """Check a model that its first input alone did not get through once more, with the
+        inputs it takes by keyword beside it (`decoder_input_ids`, `pixel_values`: see
+        `keyword_inputs`). The second check's result stands."""
+        names = companion_inputs(model)
+        if names is None or (self.deadline is not None and time.monotonic() > self.deadline):
+            return
+        skipped = self.findings.pop()
+        start = len(self.findings)
+        record["result"] = "ok"
+        try:
+            with fed_by_keyword(model, names):
+                self._check_model(model, label, where, spec, {}, record, prefix)
+        except Exception:  # the first check's reason stands
+            del self.findings[start:]
+            record["result"] = "skipped"
+            self.findings.append(skipped)
 
     def _check_model(
         self,
@@ -672,6 +701,12 @@ class FileChecker:
         result.hints = world.hints
         if first_error is None:
             result.ok = True
+            return result
+        if _BATCH_REFUSED.search(str(first_error)) and _single_batch(plan) is not None:
+            # One sample at a time: `_run_plan` runs it again with a batch of one (other
+            # sizes, and the symbolic run that stops at an op it cannot follow, tell nothing).
+            failure = self._failure_at(model, plan, world.hints) or Failure(first_error)
+            result.failure, result.reason = failure, self._failure_reason(failure)
             return result
         sizes = _probed_dims(plan)
         if sizes and F.shape_like(first_error):
