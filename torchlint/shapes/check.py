@@ -1036,14 +1036,15 @@ def _fixed_note(fixed: dict[str, str]) -> str:
 
 
 def _freed(plan: InputPlan) -> InputPlan | None:
-    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any."""
+    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any;
+    a batch of one (see `_single_batch`) stays."""
     if plan.evidenced:
         return None
     specs, count = [], 0
     for spec in plan.specs:
         dims = []
-        for dim in spec.dims:
-            if dim.name is None:
+        for position, dim in enumerate(spec.dims):
+            if dim.name is None and (position, dim.hint) != (0, 1):
                 dim = Dim(f"F{count}", dim.hint)
                 count += 1
             dims.append(dim)
