@@ -21,6 +21,7 @@ from typing import Any
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
+from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.build import (
     NeedsArguments,
@@ -155,6 +156,7 @@ class FileChecker:
         #: Classes not checked on their own, unless a model of another file builds them.
         self.pending: list[dict[str, Any]] = []
         self._sessions: dict[int, Session] = {}
+        self._settings: module_settings.Settings = []
         #: The forward input whose shape the last planning could not infer.
         self._unknown_input: str | None = None
 
@@ -162,6 +164,7 @@ class FileChecker:
         """The fake-tensor session of the model being checked (made on first use)."""
         if self._sessions.get(id(model)) is None:
             self._sessions = {id(model): Session(model)}
+        module_settings.put_back(self._settings)  # what the last run changed
         return self._sessions[id(model)]
 
     # -- files -----------------------------------------------------------------------------
@@ -477,6 +480,7 @@ class FileChecker:
         started = time.perf_counter()
         record: dict[str, Any] = {"model": label, "path": "fx", "result": "ok"}
         self.stats.models.append(record)
+        self._settings = module_settings.note(model)
         try:
             self._check_model(model, label, where, spec, declared, record, prefix)
             if record["result"] == "skipped" and not declared.get("shapes"):
@@ -486,6 +490,8 @@ class FileChecker:
             self._skip(where[0], where[1], label, explain(f"internal error: {_brief(exc)}"))
         finally:
             self._sessions = {}
+            module_settings.put_back(self._settings)
+            self._settings = []
             record["seconds"] = time.perf_counter() - started
             if record["result"] != "skipped":
                 with contextlib.suppress(Exception):
