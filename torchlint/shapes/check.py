@@ -920,7 +920,16 @@ class FileChecker:
             if failure is None:
                 result.ok = True
                 return result
-            if attempt == 0 and _symbolic_limit(failure.exc):
+            if (
+                attempt > 0
+                and _symbolic_limit(failure.exc)
+                and not self._failure_at(model, plan, hints)
+            ):
+                # With the sizes solved for so far the forward passes: the op that stopped
+                # the symbolic run (`is_causal=q_len > 1`) only wanted numbers.
+                result.ok = result.pinned = True
+                return result
+            if _symbolic_limit(failure.exc):
                 # An op that needs numbers (a sliced attention mask) stopped the symbolic run
                 # before the failure: a concrete one that fails alike at other sizes decides.
                 concrete = self._concrete_failure(model, plan, hints)
@@ -989,7 +998,8 @@ _SCALES = (4, 16, 64)
 #: Errors of ops that need concrete sizes (the symbolic run cannot go past them).
 _SYMBOLIC_LIMIT = re.compile(
     r"expected to contain only concrete integers|GuardOnDataDependentSymNode|"
-    r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)"
+    r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)|"
+    r"must be bool, not SymBool"
 )
 _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
 
