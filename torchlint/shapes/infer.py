@@ -661,8 +661,8 @@ def _self_attribute(func: ast.AST) -> str | None:
 _TOKEN_NAMES = frozenset(
     {"input_ids", "decoder_input_ids", "token_ids", "tokens", "idx", "src_tokens"}
 )
-#: Forward parameters that take a block's hidden states, [N, L, hidden size] (an encoder's
-#: too, read by a cross-attention block).
+#: Forward parameters that take a block's hidden states, [N, L, hidden size]: an encoder's
+#: too, read by a cross-attention block, and the residual a block's output layer adds.
 _HIDDEN_NAMES = frozenset(
     {
         "hidden_states",
@@ -670,6 +670,8 @@ _HIDDEN_NAMES = frozenset(
         "sequence_output",
         "encoder_hidden_states",
         "key_value_states",
+        "input_tensor",
+        "residual_states",
     }
 )
 #: Forward parameters that take a graph's (dense or sparse) adjacency matrix, [N, N].
