@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from torchlint.shapes import UNFINISHED
 
 pytest.importorskip("torch", reason="shape checks (TL6xx) need torch installed")
 
@@ -123,10 +124,14 @@ def test_hostile_corpus_has_no_effect_and_keeps_the_neighbour(corpus) -> None:
         "Forks(): Blocked: the model's code forks a process",
         "allocates.py:6:1: TL690 shape check of Allocates skipped: could not build"
         " Allocates(): MemoryError (ran out of memory",
-        "exits.py:1:1: TL690 shape check skipped: the check stopped its process",
-        "exits_on_load.py:1:1: TL690 shape check skipped: the check stopped the worker",
-        f"spins.py:1:1: TL690 shape check skipped: timed out after {TIME_LIMIT} s",
-        f"spins_on_load.py:1:1: TL690 shape check skipped: timed out after {TIME_LIMIT} s",
+        f"exits.py:8:1: TL690 shape check of Exits skipped: {UNFINISHED}"
+        " (the check stopped its process",
+        f"exits_on_load.py:24:1: TL690 shape check of Small skipped: {UNFINISHED}"
+        " (the check stopped the worker",
+        f"spins.py:6:1: TL690 shape check of Spins skipped: {UNFINISHED}"
+        f" (timed out after {TIME_LIMIT} s",
+        f"spins_on_load.py:24:1: TL690 shape check of Tiny skipped: {UNFINISHED}"
+        f" (timed out after {TIME_LIMIT} s",
     ):
         assert expected in out, out
     assert "Traceback" not in result.stderr

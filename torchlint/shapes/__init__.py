@@ -8,6 +8,7 @@ on the meta device and runs it on fake tensors.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 from collections.abc import Callable, Collection
@@ -216,18 +217,9 @@ def _check_models(
     for info in infos:
         result = results.get(info.abspath)
         if result is None:
-            reason = worker_facts.get("error", "the shape worker gave no answer")
-            found = [{"code": _SKIPPED, "path": info.abspath, "line": 1, "col": 1, "error": reason}]
+            found = _unchecked(info, worker_facts.get("error", "the shape worker gave no answer"))
         elif "error" in result:
-            found = [
-                {
-                    "code": _SKIPPED,
-                    "path": info.abspath,
-                    "line": 1,
-                    "col": 1,
-                    "error": result["error"],
-                }
-            ]
+            found = _unchecked(info, result["error"])
         else:
             found = result.get("findings", [])
             if stats is not None:
@@ -250,6 +242,30 @@ def _check_models(
     for diagnostics in out.values():
         diagnostics.sort(key=Diagnostic.sort_key)
     return out
+
+
+#: What a model's TL690 says when its file's check ended early.
+UNFINISHED = "the file's check did not finish"
+
+
+def _unchecked(info: FileInfo, reason: str) -> list[dict[str, Any]]:
+    """TL690 for a file whose check ended early (a time-out, a crash): one per model class
+    with a forward, at its line, so that none goes unnamed; else one for the file."""
+    found = [
+        {
+            "code": _SKIPPED,
+            "path": info.abspath,
+            "line": cls.line,
+            "col": 1,
+            "message": f"shape check of {name} skipped: {UNFINISHED} ({reason})",
+        }
+        for name, cls in info.classes.items()
+        if any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "forward"
+            for item in cls.node.body
+        )
+    ]
+    return found or [{"code": _SKIPPED, "path": info.abspath, "line": 1, "col": 1, "error": reason}]
 
 
 def _record_covered(

@@ -146,6 +146,8 @@ def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
 #: Unannotated parameter names that take a configuration object (`GPT(config)`).
 #: Configuration fields that count layers: built with at most this many (shapes repeat).
 _DEPTH_FIELDS = ("n_layer", "n_layers", "num_layers", "num_hidden_layers", "depth", "num_blocks")
+#: An encoder-decoder's two stacks, cut alike (a cache sized by one serves the other).
+_DEPTH_FIELDS += ("encoder_layers", "decoder_layers", "num_decoder_layers")
 _MAX_DEPTH = 2
 
 

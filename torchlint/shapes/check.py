@@ -21,6 +21,7 @@ from typing import Any
 from torch import fx, nn
 
 from torchlint.shapes import findings as F
+from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.build import (
     NeedsArguments,
@@ -58,6 +59,7 @@ from torchlint.shapes.inputs import (
     tensor_plan,
     trace,
 )
+from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.propagate import (
     Failure,
@@ -154,6 +156,7 @@ class FileChecker:
         #: Classes not checked on their own, unless a model of another file builds them.
         self.pending: list[dict[str, Any]] = []
         self._sessions: dict[int, Session] = {}
+        self._settings: module_settings.Settings = []
         #: The forward input whose shape the last planning could not infer.
         self._unknown_input: str | None = None
 
@@ -161,6 +164,7 @@ class FileChecker:
         """The fake-tensor session of the model being checked (made on first use)."""
         if self._sessions.get(id(model)) is None:
             self._sessions = {id(model): Session(model)}
+        module_settings.put_back(self._settings)  # what the last run changed
         return self._sessions[id(model)]
 
     # -- files -----------------------------------------------------------------------------
@@ -476,17 +480,48 @@ class FileChecker:
         started = time.perf_counter()
         record: dict[str, Any] = {"model": label, "path": "fx", "result": "ok"}
         self.stats.models.append(record)
+        self._settings = module_settings.note(model)
         try:
             self._check_model(model, label, where, spec, declared, record, prefix)
+            if record["result"] == "skipped" and not declared.get("shapes"):
+                self._check_with_companions(model, label, where, spec, record, prefix)
         except Exception as exc:
             record["result"] = "skipped"
             self._skip(where[0], where[1], label, explain(f"internal error: {_brief(exc)}"))
         finally:
             self._sessions = {}
+            module_settings.put_back(self._settings)
+            self._settings = []
             record["seconds"] = time.perf_counter() - started
             if record["result"] != "skipped":
                 with contextlib.suppress(Exception):
                     self.covered.update(type(m) for m in model.modules())
+
+    def _check_with_companions(
+        self,
+        model: nn.Module,
+        label: str,
+        where: tuple[str, int],
+        spec: dict[str, Any],
+        record: dict[str, Any],
+        prefix: str,
+    ) -> None:
+        """Check a model that its first input alone did not get through once more, with the
+        inputs it takes by keyword beside it (`decoder_input_ids`, `pixel_values`: see
+        `keyword_inputs`). The second check's result stands."""
+        names = companion_inputs(model)
+        if names is None or (self.deadline is not None and time.monotonic() > self.deadline):
+            return
+        skipped = self.findings.pop()
+        start = len(self.findings)
+        record["result"] = "ok"
+        try:
+            with fed_by_keyword(model, names):
+                self._check_model(model, label, where, spec, {}, record, prefix)
+        except Exception:  # the first check's reason stands
+            del self.findings[start:]
+            record["result"] = "skipped"
+            self.findings.append(skipped)
 
     def _check_model(
         self,
@@ -672,6 +707,12 @@ class FileChecker:
         result.hints = world.hints
         if first_error is None:
             result.ok = True
+            return result
+        if _BATCH_REFUSED.search(str(first_error)) and _single_batch(plan) is not None:
+            # One sample at a time: `_run_plan` runs it again with a batch of one (other
+            # sizes, and the symbolic run that stops at an op it cannot follow, tell nothing).
+            failure = self._failure_at(model, plan, world.hints) or Failure(first_error)
+            result.failure, result.reason = failure, self._failure_reason(failure)
             return result
         sizes = _probed_dims(plan)
         if sizes and F.shape_like(first_error):
@@ -879,7 +920,16 @@ class FileChecker:
             if failure is None:
                 result.ok = True
                 return result
-            if attempt == 0 and _symbolic_limit(failure.exc):
+            if (
+                attempt > 0
+                and _symbolic_limit(failure.exc)
+                and not self._failure_at(model, plan, hints)
+            ):
+                # With the sizes solved for so far the forward passes: the op that stopped
+                # the symbolic run (`is_causal=q_len > 1`) only wanted numbers.
+                result.ok = result.pinned = True
+                return result
+            if _symbolic_limit(failure.exc):
                 # An op that needs numbers (a sliced attention mask) stopped the symbolic run
                 # before the failure: a concrete one that fails alike at other sizes decides.
                 concrete = self._concrete_failure(model, plan, hints)
@@ -948,7 +998,8 @@ _SCALES = (4, 16, 64)
 #: Errors of ops that need concrete sizes (the symbolic run cannot go past them).
 _SYMBOLIC_LIMIT = re.compile(
     r"expected to contain only concrete integers|GuardOnDataDependentSymNode|"
-    r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)"
+    r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)|"
+    r"must be bool, not SymBool"
 )
 _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
 
@@ -1001,14 +1052,15 @@ def _fixed_note(fixed: dict[str, str]) -> str:
 
 
 def _freed(plan: InputPlan) -> InputPlan | None:
-    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any."""
+    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any;
+    a batch of one (see `_single_batch`) stays."""
     if plan.evidenced:
         return None
     specs, count = [], 0
     for spec in plan.specs:
         dims = []
-        for dim in spec.dims:
-            if dim.name is None:
+        for position, dim in enumerate(spec.dims):
+            if dim.name is None and (position, dim.hint) != (0, 1):
                 dim = Dim(f"F{count}", dim.hint)
                 count += 1
             dims.append(dim)

@@ -19,6 +19,7 @@ import torch
 from torch import fx, nn
 
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
+from torchlint.shapes.keyword_inputs import source_index
 
 # -- inference from the first consumer -------------------------------------------------------
 
@@ -382,8 +383,10 @@ def infer_from_source(
     if function is None:
         return None
     params = forward_params(function)
-    if index >= len(params):
+    found = source_index(model, params, index)
+    if found is None or found >= len(params):
         return None
+    index = found
     # Variables holding the input, with the reshaping steps applied to it on the way.
     names: dict[str, list[tuple[str, list[Any]]]] = {seed or params[index]: []}
     loops: dict[str, str] = {}  # `for layer in self.layers:` -> layer is "layers.0"
@@ -655,9 +658,22 @@ def _self_attribute(func: ast.AST) -> str | None:
 # -- inference from the input's name ----------------------------------------------------------
 
 #: Forward parameters that take token ids (HF `input_ids`, GPT code's `idx`).
-_TOKEN_NAMES = frozenset({"input_ids", "token_ids", "tokens", "idx", "src_tokens"})
-#: Forward parameters that take a block's hidden states, [N, L, hidden size].
-_HIDDEN_NAMES = frozenset({"hidden_states", "hidden_state", "sequence_output"})
+_TOKEN_NAMES = frozenset(
+    {"input_ids", "decoder_input_ids", "token_ids", "tokens", "idx", "src_tokens"}
+)
+#: Forward parameters that take a block's hidden states, [N, L, hidden size]: an encoder's
+#: too, read by a cross-attention block, and the residual a block's output layer adds.
+_HIDDEN_NAMES = frozenset(
+    {
+        "hidden_states",
+        "hidden_state",
+        "sequence_output",
+        "encoder_hidden_states",
+        "key_value_states",
+        "input_tensor",
+        "residual_states",
+    }
+)
 #: Forward parameters that take a graph's (dense or sparse) adjacency matrix, [N, N].
 _ADJACENCY_NAMES = frozenset({"adj", "adj_mat", "adj_matrix", "adjacency", "adjacency_matrix"})
 _HIDDEN_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim")
