@@ -67,6 +67,7 @@ from torchlint.shapes.propagate import (
     analyze_hooks,
     run_direct,
 )
+from torchlint.shapes.recurrent_state import state_plans
 from torchlint.shapes.settle import needs_arguments_text
 from torchlint.shapes.siblings import sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
@@ -629,6 +630,7 @@ class FileChecker:
                 or infer_from_added_table(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
+                or (index and state_plans(model, names[index], per_input[0]))
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):
@@ -1002,7 +1004,7 @@ def _fixed_note(fixed: dict[str, str]) -> str:
 
 def _freed(plan: InputPlan) -> InputPlan | None:
     """An inferred plan with its fixed sizes made free (hinted at their value), if it has any."""
-    if plan.evidenced:
+    if plan.evidenced or plan.exact:
         return None
     specs, count = [], 0
     for spec in plan.specs:
@@ -1019,7 +1021,7 @@ def _freed(plan: InputPlan) -> InputPlan | None:
 def _untied(plan: InputPlan) -> InputPlan | None:
     """An inferred plan of several inputs whose free sizes share names (`H`, `W`) with their
     own names for each input after the first (`H1`, `W1`); the batch size stays shared."""
-    if plan.evidenced or len(plan.specs) < 2:
+    if plan.evidenced or plan.exact or len(plan.specs) < 2:
         return None
     seen: set[str] = set()
     specs, renamed = [], False
