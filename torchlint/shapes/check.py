@@ -39,6 +39,7 @@ from torchlint.shapes.described_shapes import described_plans, unpacked_plans
 from torchlint.shapes.feature_maps import list_plans, tensor_list_input
 from torchlint.shapes.guess import OtherChoice, Variant, describe, guesses
 from torchlint.shapes.infer import (
+    infer_from_base_layer,
     infer_from_graph,
     infer_from_name,
     infer_from_source,
@@ -631,6 +632,7 @@ class FileChecker:
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
                 or (index and state_plans(model, names[index], per_input[0]))
+                or infer_from_base_layer(model, index)
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):
