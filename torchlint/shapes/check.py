@@ -35,7 +35,7 @@ from torchlint.shapes.build import (
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
-from torchlint.shapes.described_shapes import described_plans, unpacked_plans
+from torchlint.shapes.described_shapes import described_plans, indexed_plans, unpacked_plans
 from torchlint.shapes.feature_maps import list_plans, tensor_list_input
 from torchlint.shapes.guess import OtherChoice, Variant, describe, guesses
 from torchlint.shapes.infer import (
@@ -243,6 +243,10 @@ class FileChecker:
                 if not isinstance(built, str):
                     self._check_user(*built, path, line, job)
             if cls not in self.covered and _is_module_class(cls):
+                alone = self._check_alone(cls, name, (path, line), job["classes"][name])
+                if alone:
+                    reason = f"{reason}; {alone}"
+            if cls not in self.covered and _is_module_class(cls):
                 guessed = self._check_guessed(cls, name, (path, line), job["classes"][name])
                 if guessed is None:
                     continue
@@ -351,6 +355,32 @@ class FileChecker:
         finally:
             self._config = None
         return True
+
+    def _check_alone(
+        self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
+    ) -> str:
+        """Check a block that no checked model built, with its constructor's defaults when
+        it needs no argument (what `Net()` builds). Why it could not be checked, or ""."""
+        if getattr(cls, "forward", None) is nn.Module.forward:
+            return ""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return ""
+        try:
+            source = constructor_arguments(cls, None)[2]
+        except NeedsArguments:
+            return ""
+        if source != "defaults":
+            return ""  # a configuration object: `_check_configured` builds those
+        start, records = len(self.findings), len(self.stats.models)
+        self._build_and_check(_BuildRequest(cls, name, where, spec, {}, [], {}, f"{name}()"))
+        if cls in self.covered:
+            return ""
+        new, self.findings[start:] = self.findings[start:], []
+        del self.stats.models[records:]
+        skipped = next((f for f in new if f["code"] == "TL690"), None)
+        if skipped is None:
+            return ""
+        return "built with its defaults: " + skipped["message"].split(" skipped: ", 1)[-1]
 
     def _check_guessed(
         self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
@@ -636,7 +666,9 @@ class FileChecker:
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):
-                described = unpacked_plans(model, names[index])
+                described = unpacked_plans(model, names[index]) or indexed_plans(
+                    model, names[index]
+                )
             if described:
                 found = _with_described(found or [], described[0])
             if not found:
