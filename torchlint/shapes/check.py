@@ -70,7 +70,7 @@ from torchlint.shapes.propagate import (
 )
 from torchlint.shapes.recurrent_state import state_plans
 from torchlint.shapes.settle import needs_arguments_text
-from torchlint.shapes.siblings import sibling_plans
+from torchlint.shapes.siblings import mask_plans, sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 from torchlint.shapes.sweep import further_builders
@@ -661,6 +661,7 @@ class FileChecker:
                 or infer_from_added_table(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
+                or mask_plans(names, index, per_input)
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
             )
