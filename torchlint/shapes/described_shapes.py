@@ -147,15 +147,16 @@ def _elementwise_of(value: ast.expr | None, name: str) -> bool:
 
 
 def _slice_rank(index: ast.expr) -> int | None:
-    """The input's number of dimensions an index of `:` and `None` items implies."""
+    """The number of dimensions an index of whole slices followed by new axes (`x[:, None]`,
+    `x[:, :, None]`) implies: the idiom that adds an axis after the last one. Any other
+    index (`x[None, :]` adds a leading axis to any tensor) tells nothing."""
     items = index.elts if isinstance(index, ast.Tuple) else [index]
-    rank = 0
-    for item in items:
-        if isinstance(item, ast.Slice) and item.lower is item.upper is item.step is None:
-            rank += 1
-        elif not (isinstance(item, ast.Constant) and item.value is None):
-            return None  # an integer, a range, `...`: the rank is not told
-    return rank or None
+    whole = [isinstance(i, ast.Slice) and i.lower is i.upper is i.step is None for i in items]
+    new_axes = [isinstance(i, ast.Constant) and i.value is None for i in items]
+    rank = whole.index(False) if False in whole else len(items)
+    if rank == 0 or rank == len(items) or not all(new_axes[rank:]):
+        return None
+    return rank
 
 
 def _unpacked_from(statement: ast.stmt, name: str) -> list[str] | None:
