@@ -4,6 +4,9 @@ class extends."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -101,3 +104,31 @@ def test_a_class_extending_a_torch_layer_takes_its_input() -> None:
     plans = infer_from_base_layer(Normalized(12, 3), 0)
     assert _shapes(plans) == [[["N", 12]], [["N", "L", 12]]]
     assert infer_from_base_layer(nn.Linear(12, 3), 0) is None  # torch's own forward
+
+
+VGG_SLICES = """
+import torch
+from torchvision import models
+
+
+class Slices(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        features = models.vgg11(weights=models.VGG11_Weights.IMAGENET1K_V1).features
+        self.slice1 = torch.nn.Sequential(*[features[i] for i in range(4)])
+
+    def forward(self, x):
+        return self.slice1(x)
+"""
+
+
+def test_pretrained_torchvision_parts_are_built_without_their_weights(tmp_path: Path) -> None:
+    pytest.importorskip("torchvision")
+    from torchlint.shapes import check_files
+
+    path = tmp_path / "vgg_slices.py"
+    path.write_text(VGG_SLICES)
+    stats: dict[str, list[dict[str, Any]]] = {}
+    found = check_files([(str(path), VGG_SLICES)], timeout=120, stats=stats)
+    assert not [d for ds in found.values() for d in ds], found
+    assert [r["result"] for rs in stats.values() for r in rs] == ["ok"]
