@@ -93,6 +93,7 @@ def test_mask_named_after_an_input() -> None:
     assert _shapes(masks) == [[["N"]], [["N", "L"]]]
     assert masks is not None and masks[1].specs[0].dtype == torch.bool
     assert mask_plans(["image", "attention_mask"], 1, [states[:1]]) is None
+    assert mask_plans(["tokens", "attention_mask"], 1, [states]) is None  # any rank
 
 
 class Normalized(nn.Linear):

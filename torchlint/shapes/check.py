@@ -22,6 +22,7 @@ from torch import fx, nn
 
 from torchlint.shapes import findings as F
 from torchlint.shapes.added_tables import infer_from_added_table
+from torchlint.shapes.attention_masks import transformer_mask_plans
 from torchlint.shapes.build import (
     NeedsArguments,
     build,
@@ -662,6 +663,7 @@ class FileChecker:
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
                 or mask_plans(names, index, per_input)
+                or (index and transformer_mask_plans(model, names[index], per_input))
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
             )

@@ -44,8 +44,8 @@ def mask_plans(
     """A mask over an earlier input's tokens: that input's sizes but the last (its features),
     [N, L] for hidden states [N, L, C] (and [N] for its [N, C] plan), one plan per plan of
     that input. The masked input is
-    the one whose name starts like the mask's (`caption_mask`: `caption_feat`), else the
-    first input for a bare `attention_mask`."""
+    the one whose name starts like the mask's (`caption_mask`: `caption_feat`); a bare
+    `attention_mask` may be an additive mask of any rank and is left alone."""
     if index >= len(names):
         return None
     match = _MASK.match(names[index])
@@ -54,8 +54,6 @@ def mask_plans(
     own = match.group("stem")
     earlier = list(zip(names[:index], found, strict=False))
     partner = next((p for n, p in earlier if own and n.split("_")[0] == own), None)
-    if partner is None and not own and earlier:
-        partner = earlier[0][1]
     ranks = [len(p.specs[0].dims) if len(p.specs) == 1 else 0 for p in partner or []]
     if 3 not in ranks or not set(ranks) <= {2, 3}:
         return None
