@@ -306,7 +306,7 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
 
 def _build_once(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _devices_kept():
             model = cls(*args, **kwargs)
     except Exception as exc:
         if not _meta_trouble(exc):
@@ -336,6 +336,31 @@ def _meta_trouble(exc: BaseException) -> bool:
         key in text
         for key in ("meta", ".item()", "data-dependent", "data dependent", "cannot copy out")
     )
+
+
+class _devices_kept:
+    """Make `layer.to(device)` (or `.cpu()`, `.cuda()`) in a constructor keep the layer on
+    meta: a meta tensor cannot be copied to a real device, and the shapes are the same
+    wherever the layer lives. A dtype given with the device still applies."""
+
+    def __enter__(self) -> None:
+        self.original = original = nn.Module.to
+
+        def to(module: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:
+            dtype = kwargs.get("dtype") or next(
+                (a for a in args if isinstance(a, torch.dtype)), None
+            )
+            return original(module, dtype) if dtype is not None else module
+
+        self.moves = {name: getattr(nn.Module, name) for name in ("cpu", "cuda")}
+        nn.Module.to = to  # type: ignore[method-assign,assignment]
+        for name in self.moves:
+            setattr(nn.Module, name, lambda module, *args, **kwargs: module)
+
+    def __exit__(self, *exc: object) -> None:
+        nn.Module.to = self.original  # type: ignore[method-assign]
+        for name, method in self.moves.items():
+            setattr(nn.Module, name, method)
 
 
 class _parameters_on_meta:

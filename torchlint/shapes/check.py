@@ -23,6 +23,7 @@ from torch import fx, nn
 from torchlint.shapes import findings as F
 from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
+from torchlint.shapes.attention_masks import transformer_mask_plans
 from torchlint.shapes.build import (
     NeedsArguments,
     build,
@@ -36,10 +37,11 @@ from torchlint.shapes.build import (
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
-from torchlint.shapes.described_shapes import described_plans, unpacked_plans
+from torchlint.shapes.described_shapes import described_plans, indexed_plans, unpacked_plans
 from torchlint.shapes.feature_maps import list_plans, tensor_list_input
 from torchlint.shapes.guess import OtherChoice, Variant, describe, guesses
 from torchlint.shapes.infer import (
+    infer_from_base_layer,
     infer_from_graph,
     infer_from_name,
     infer_from_source,
@@ -69,8 +71,9 @@ from torchlint.shapes.propagate import (
     analyze_hooks,
     run_direct,
 )
+from torchlint.shapes.recurrent_state import state_plans
 from torchlint.shapes.settle import needs_arguments_text
-from torchlint.shapes.siblings import sibling_plans
+from torchlint.shapes.siblings import mask_plans, sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 from torchlint.shapes.sweep import further_builders
@@ -245,6 +248,10 @@ class FileChecker:
                 if not isinstance(built, str):
                     self._check_user(*built, path, line, job)
             if cls not in self.covered and _is_module_class(cls):
+                alone = self._check_alone(cls, name, (path, line), job["classes"][name])
+                if alone:
+                    reason = f"{reason}; {alone}"
+            if cls not in self.covered and _is_module_class(cls):
                 guessed = self._check_guessed(cls, name, (path, line), job["classes"][name])
                 if guessed is None:
                     continue
@@ -353,6 +360,32 @@ class FileChecker:
         finally:
             self._config = None
         return True
+
+    def _check_alone(
+        self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
+    ) -> str:
+        """Check a block that no checked model built, with its constructor's defaults when
+        it needs no argument (what `Net()` builds). Why it could not be checked, or ""."""
+        if getattr(cls, "forward", None) is nn.Module.forward:
+            return ""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return ""
+        try:
+            source = constructor_arguments(cls, None)[2]
+        except NeedsArguments:
+            return ""
+        if source != "defaults":
+            return ""  # a configuration object: `_check_configured` builds those
+        start, records = len(self.findings), len(self.stats.models)
+        self._build_and_check(_BuildRequest(cls, name, where, spec, {}, [], {}, f"{name}()"))
+        if cls in self.covered:
+            return ""
+        new, self.findings[start:] = self.findings[start:], []
+        del self.stats.models[records:]
+        skipped = next((f for f in new if f["code"] == "TL690"), None)
+        if skipped is None:
+            return ""
+        return "built with its defaults: " + skipped["message"].split(" skipped: ", 1)[-1]
 
     def _check_guessed(
         self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
@@ -664,10 +697,16 @@ class FileChecker:
                 or infer_from_added_table(model, index)
                 or (index < len(names) and infer_from_name(model, names[index], self._config))
                 or sibling_plans(names, index, per_input)
+                or mask_plans(names, index, per_input)
+                or (index and transformer_mask_plans(model, names[index], per_input))
+                or (index and state_plans(model, names[index], per_input[0]))
+                or infer_from_base_layer(model, index)
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):
-                described = unpacked_plans(model, names[index])
+                described = unpacked_plans(model, names[index]) or indexed_plans(
+                    model, names[index]
+                )
             if described:
                 found = _with_described(found or [], described[0])
             if not found:
@@ -1054,7 +1093,7 @@ def _fixed_note(fixed: dict[str, str]) -> str:
 def _freed(plan: InputPlan) -> InputPlan | None:
     """An inferred plan with its fixed sizes made free (hinted at their value), if it has any;
     a batch of one (see `_single_batch`) stays."""
-    if plan.evidenced:
+    if plan.evidenced or plan.exact:
         return None
     specs, count = [], 0
     for spec in plan.specs:
@@ -1071,7 +1110,7 @@ def _freed(plan: InputPlan) -> InputPlan | None:
 def _untied(plan: InputPlan) -> InputPlan | None:
     """An inferred plan of several inputs whose free sizes share names (`H`, `W`) with their
     own names for each input after the first (`H1`, `W1`); the batch size stays shared."""
-    if plan.evidenced or len(plan.specs) < 2:
+    if plan.evidenced or plan.exact or len(plan.specs) < 2:
         return None
     seen: set[str] = set()
     specs, renamed = [], False

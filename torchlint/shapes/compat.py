@@ -346,6 +346,9 @@ def _adapt_torch() -> None:
       (2.15 defines it so).
     * The fused fast path of `nn.TransformerEncoder` has no fake-tensor implementation in 2.7 and
       older; the layer-by-layer path computes the same shapes on every release.
+    * `nn.Transformer*` compare an attention mask's values with a causal one to pick a kernel
+      (`bool((mask == causal).all())`); fake tensors have no values to compare, and the
+      choice changes no shape: the mask is taken as not known to be causal.
     """
     meta = getattr(torch, "_meta_registrations", None)
     if meta is not None and hasattr(meta, "div_rtn"):
@@ -353,6 +356,14 @@ def _adapt_torch() -> None:
     mha = getattr(torch.backends, "mha", None)
     if mha is not None and hasattr(mha, "set_fastpath_enabled"):
         mha.set_fastpath_enabled(False)
+    transformer = torch.nn.modules.transformer
+    if hasattr(transformer, "_detect_is_causal_mask"):
+        transformer._detect_is_causal_mask = _causal_hint
+
+
+def _causal_hint(mask: Any, is_causal: bool | None = None, size: int | None = None) -> bool:
+    """`_detect_is_causal_mask` that trusts the caller's hint and never reads the mask."""
+    return is_causal is True
 
 
 # Only the worker process imports this module, so torch is adapted there and nowhere else.

@@ -79,6 +79,86 @@ def unpacked_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
     return None
 
 
+#: Element-wise functions a forward may apply to an input before indexing it.
+_ELEMENTWISE = frozenset({"log", "exp", "sqrt", "abs", "float", "double", "to", "clamp", "sigmoid"})
+
+
+def indexed_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
+    """The plan of an input that forward indexes with slices and new axes only
+    (`x[:, None] * self.weight[None, :]`: one value per sample, [N]) or permutes
+    (`x.permute(1, 0, 2)`: three dimensions), when every such use gives the same number of
+    dimensions and the input is not rebound otherwise."""
+    function = forward_function(model)
+    if function is None:
+        return None
+    ranks: set[int | None] = set()
+    for statement in function.body:
+        rebound = False
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Subscript) and _is_name(node.value, name):
+                ranks.add(_slice_rank(node.slice))
+            if _permuted(node, name):
+                ranks.add(len(node.args))  # type: ignore[attr-defined]
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(_is_name(t, name) for t in targets):
+                    rebound = rebound or not _elementwise_of(node.value, name)
+        if rebound:
+            break  # later uses read another tensor
+    if len(ranks) != 1 or None in ranks:
+        return None
+    rank = ranks.pop()
+    if rank not in _BY_RANK:
+        return None
+    dims = [Dim.free(n) for n in _BY_RANK[rank]]
+    label = f"the input [{', '.join(_BY_RANK[rank])}] that forward indexes or permutes"
+    return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
+
+
+#: Free sizes of an input by its number of dimensions (sequences up to three).
+_BY_RANK = {1: "N", 2: "NL", 3: "NLC", 4: "NCHW"}
+
+
+def _permuted(node: ast.AST, name: str) -> bool:
+    """`name.permute(1, 0, 2)`: as many dimensions as there are integers."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "permute"
+        and _is_name(node.func.value, name)
+        and not node.keywords
+        and bool(node.args)
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in node.args)
+    )
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _elementwise_of(value: ast.expr | None, name: str) -> bool:
+    """`torch.log(x)`, `x.float()`: the same sizes as `name`."""
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    if value.func.attr not in _ELEMENTWISE:
+        return False
+    first = value.args[0] if value.args else None
+    return _is_name(value.func.value, name) or (first is not None and _is_name(first, name))
+
+
+def _slice_rank(index: ast.expr) -> int | None:
+    """The number of dimensions an index of whole slices followed by new axes (`x[:, None]`,
+    `x[:, :, None]`) implies: the idiom that adds an axis after the last one. Any other
+    index (`x[None, :]` adds a leading axis to any tensor) tells nothing."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    whole = [isinstance(i, ast.Slice) and i.lower is i.upper is i.step is None for i in items]
+    new_axes = [isinstance(i, ast.Constant) and i.value is None for i in items]
+    rank = whole.index(False) if False in whole else len(items)
+    if rank == 0 or rank == len(items) or not all(new_axes[rank:]):
+        return None
+    return rank
+
+
 def _unpacked_from(statement: ast.stmt, name: str) -> list[str] | None:
     """`[b, c, h, w]` for `b, c, h, w = name.shape` (or `name.size()`)."""
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):

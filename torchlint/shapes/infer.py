@@ -458,7 +458,9 @@ def infer_from_source(
         position = slot if isinstance(slot, int) else _param_index(module, slot)
         if position is None:
             return None
-        inner = infer_from_source(module, position, depth + 1)
+        inner = infer_from_source(module, position, depth + 1) or infer_from_base_layer(
+            module, position
+        )
         if not inner or not steps:
             return inner
         plans = []
@@ -468,6 +470,27 @@ def infer_from_source(
                 plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
         return plans or None
     return None
+
+
+def infer_from_base_layer(model: nn.Module, index: int) -> list[InputPlan] | None:
+    """What the torch layer a class extends takes, for a forward of its own that reads the
+    layer's weight itself (`class Layer(nn.Linear)` computing `torch.mm(x, self.weight.T)`).
+
+    Named by convention: the forward may take something else first, so only a sized layer's
+    failure is reported."""
+    if index != 0 or torch_forward(model):
+        return None
+    found = module_templates(model, own_forward=False)
+    if found is None:
+        return None
+    templates, dtype = found
+    base = next(c for c in type(model).__mro__ if c.__module__.startswith("torch."))
+    plans = []
+    for template in templates:
+        text = ", ".join(d.name or str(d.hint) for d in template)
+        label = f"the input [{text}] of the nn.{base.__name__} it extends"
+        plans.append(InputPlan([TensorSpec(list(template), dtype)], "named", label, exact=True))
+    return plans
 
 
 _RESHAPING = frozenset(

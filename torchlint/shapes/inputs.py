@@ -55,9 +55,12 @@ class InputPlan:
     source: str = "inferred"
     #: For messages: "the declared input [1, 3, 224, 224]".
     label: str = ""
-    #: Per forward argument, how many specs it takes as one list (`images: list[Tensor]`);
-    #: empty: one tensor per argument.
+    #: Per forward argument, how many specs it takes as one list (`images: list[Tensor]`),
+    #: 0 for one plain tensor; empty: one tensor per argument.
     packed: tuple[int, ...] = ()
+    #: Its sizes are those of the layer that takes the input as it is (a recurrent layer's
+    #: state): the analysis never frees or unties them.
+    exact: bool = False
 
     def arguments(self, tensors: list[Any]) -> list[Any]:
         """The forward's arguments from one tensor per spec (lists where `packed` says)."""
@@ -66,8 +69,8 @@ class InputPlan:
         out: list[Any] = []
         start = 0
         for size in self.packed:
-            out.append(list(tensors[start : start + size]))
-            start += size
+            out.append(list(tensors[start : start + size]) if size else tensors[start])
+            start += size or 1
         return out
 
     @property
@@ -301,10 +304,12 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
         specs = [spec for plan in choice for spec in plan.specs]
         packed = ()
         if any(plan.packed for plan in choice):
-            packed = tuple(plan.packed[0] if plan.packed else 1 for plan in choice)
+            packed = tuple(plan.packed[0] if plan.packed else 0 for plan in choice)
+        exact = any(plan.exact for plan in choice)
         if len(choice) == 1:
-            combos.append(InputPlan(specs, choice[0].source, choice[0].label, packed))
+            combos.append(InputPlan(specs, choice[0].source, choice[0].label, packed, exact))
         else:
             named = any(plan.source == "named" for plan in choice)
-            combos.append(InputPlan(specs, "named" if named else "inferred", "", packed))
+            source = "named" if named else "inferred"
+            combos.append(InputPlan(specs, source, "", packed, exact))
     return combos

@@ -1,0 +1,135 @@
+"""Inputs whose shape comes from how forward uses them: a recurrent layer's state, an axis
+added after the last one, a permute, a mask named after another input, the torch layer a
+class extends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from torchlint.shapes.described_shapes import indexed_plans  # noqa: E402
+from torchlint.shapes.infer import infer_from_base_layer  # noqa: E402
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, combine  # noqa: E402
+from torchlint.shapes.recurrent_state import state_plans  # noqa: E402
+from torchlint.shapes.siblings import mask_plans  # noqa: E402
+
+
+def _shapes(plans: list[InputPlan] | None) -> list[list[list[str | int]]]:
+    return [[[d.name or d.hint for d in spec.dims] for spec in plan.specs] for plan in plans or []]
+
+
+class Tagger(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.rnn = nn.LSTM(8, 16, 2, bidirectional=True)
+
+    def forward(self, tokens, hidden):
+        return self.rnn(self.embed(tokens), hidden)
+
+
+class BatchFirstGRU(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(4, 6, batch_first=True)
+
+    def forward(self, x, h):
+        return self.rnn(x, hx=h)
+
+
+def test_recurrent_state_follows_the_layer_and_the_batch_it_sees() -> None:
+    tokens = [InputPlan([TensorSpec([Dim.free("N"), Dim.free("L")], torch.long)])]
+    lstm = state_plans(Tagger(), "hidden", tokens)
+    assert _shapes(lstm) == [[[4, "L", 16], [4, "L", 16]]]
+    assert lstm is not None and lstm[0].packed == (2,) and lstm[0].exact
+    sequence = [InputPlan([TensorSpec([Dim.free("N"), Dim.free("L"), Dim.fixed(4)])])]
+    assert _shapes(state_plans(BatchFirstGRU(), "h", sequence)) == [[[1, "N", 6]]]
+    assert state_plans(Tagger(), "tokens", tokens) is None
+
+
+def test_plain_tensors_beside_a_list_stay_tensors() -> None:
+    first = InputPlan([TensorSpec([Dim.free("N")])])
+    pair = InputPlan([TensorSpec([Dim.fixed(1)]), TensorSpec([Dim.fixed(2)])], packed=(2,))
+    plan = combine([[first], [pair]])[0]
+    assert plan.packed == (0, 2)
+    assert plan.arguments(["a", "b", "c"]) == ["a", ["b", "c"]]
+
+
+class Fourier(nn.Module):
+    def forward(self, x):
+        x = torch.log(x)
+        return x[:, None] * 2
+
+
+class Leading(nn.Module):
+    def forward(self, x):
+        return x[None, :]
+
+
+class Pool(nn.Module):
+    def forward(self, x):
+        x = x.permute(1, 0, 2)
+        return x[0]
+
+
+def test_rank_from_a_trailing_new_axis_or_a_permute() -> None:
+    assert _shapes(indexed_plans(Fourier(), "x")) == [[["N"]]]
+    assert indexed_plans(Leading(), "x") is None  # adds an axis to any tensor
+    assert _shapes(indexed_plans(Pool(), "x")) == [[["N", "L", "C"]]]
+
+
+def test_mask_named_after_an_input() -> None:
+    states = [
+        InputPlan([TensorSpec([Dim.free("N"), Dim.fixed(32)])]),
+        InputPlan([TensorSpec([Dim.free("N"), Dim.free("L"), Dim.fixed(32)])]),
+    ]
+    names = ["encoder_hidden_states", "encoder_attention_mask"]
+    masks = mask_plans(names, 1, [states])
+    assert _shapes(masks) == [[["N"]], [["N", "L"]]]
+    assert masks is not None and masks[1].specs[0].dtype == torch.bool
+    assert mask_plans(["image", "attention_mask"], 1, [states[:1]]) is None
+    assert mask_plans(["tokens", "attention_mask"], 1, [states]) is None  # any rank
+
+
+class Normalized(nn.Linear):
+    def forward(self, x):
+        return torch.mm(x / x.norm(), self.weight.T)
+
+
+def test_a_class_extending_a_torch_layer_takes_its_input() -> None:
+    plans = infer_from_base_layer(Normalized(12, 3), 0)
+    assert _shapes(plans) == [[["N", 12]], [["N", "L", 12]]]
+    assert infer_from_base_layer(nn.Linear(12, 3), 0) is None  # torch's own forward
+
+
+VGG_SLICES = """
+import torch
+from torchvision import models
+
+
+class Slices(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        features = models.vgg11(weights=models.VGG11_Weights.IMAGENET1K_V1).features
+        self.slice1 = torch.nn.Sequential(*[features[i] for i in range(4)])
+
+    def forward(self, x):
+        return self.slice1(x)
+"""
+
+
+def test_pretrained_torchvision_parts_are_built_without_their_weights(tmp_path: Path) -> None:
+    pytest.importorskip("torchvision")
+    from torchlint.shapes import check_files
+
+    path = tmp_path / "vgg_slices.py"
+    path.write_text(VGG_SLICES)
+    stats: dict[str, list[dict[str, Any]]] = {}
+    found = check_files([(str(path), VGG_SLICES)], timeout=120, stats=stats)
+    assert not [d for ds in found.values() for d in ds], found
+    assert [r["result"] for rs in stats.values() for r in rs] == ["ok"]

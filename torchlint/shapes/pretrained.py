@@ -1,0 +1,32 @@
+"""Pretrained weights a constructor would download (`models.vgg16(weights=...)`) are not
+fetched: shapes do not depend on them, and the check neither writes files nor reaches the
+network. The model is built with its freshly made parameters instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+
+class NoWeights(dict):  # type: ignore[type-arg]
+    """The state dict a download gives while models are checked: loading it changes nothing."""
+
+
+def skip_downloads() -> None:
+    """Make `torch.hub.load_state_dict_from_url` give `NoWeights` and `load_state_dict` take
+    it as a no-op (torchvision and timm import the former from torch.hub when they load)."""
+    torch.hub.load_state_dict_from_url = _no_weights  # type: ignore[assignment]
+    load = nn.Module.load_state_dict
+
+    def load_state_dict(module: nn.Module, state_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(state_dict, NoWeights):
+            return nn.modules.module._IncompatibleKeys([], [])
+        return load(module, state_dict, *args, **kwargs)
+
+    nn.Module.load_state_dict = load_state_dict  # type: ignore[method-assign,assignment]
+
+
+def _no_weights(*args: Any, **kwargs: Any) -> NoWeights:
+    return NoWeights()

@@ -1,0 +1,97 @@
+"""The shape of a recurrent layer's state, when forward takes it from its caller.
+
+`output, hidden = self.rnn(emb, hidden)`: the state an nn.LSTM takes is a pair `(h, c)`
+of [num_layers * directions, N, hidden_size] tensors (h is [.., proj_size] with a
+projection), an nn.GRU's or nn.RNN's a single such tensor. The sizes come from the layer
+itself; the batch is the one the layer sees: the second dimension of forward's first input
+unless `batch_first` (token ids [N, L] through an embedding: `L`), so that the two agree.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import torch
+from torch import nn
+
+from torchlint.shapes.infer import forward_function, forward_params
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
+
+#: The keyword torch's recurrent layers take their state by.
+_STATE_KEYWORD = "hx"
+
+
+def state_plans(
+    model: nn.Module, name: str, first: list[InputPlan] | None
+) -> list[InputPlan] | None:
+    """The plans for forward parameter `name` when forward hands it, as is, to a recurrent
+    layer of the model as that layer's state, one per plan of the first input (`first`);
+    None otherwise."""
+    function = forward_function(model)
+    if function is None or name not in forward_params(function):
+        return None
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        layer = _recurrent_layer(model, node.func)
+        if layer is None or not _takes_state(node, name):
+            continue
+        batches = [_batch(layer, plan) for plan in first or []]
+        plans = [_plan(layer, name, batch) for batch in batches if batch is not None]
+        return plans or None
+    return None
+
+
+def _recurrent_layer(model: nn.Module, func: ast.expr) -> nn.RNNBase | None:
+    """The nn.RNN/GRU/LSTM that `self.rnn` (or `self.encoder.rnn`) names."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not (isinstance(func, ast.Name) and func.id == "self" and parts):
+        return None
+    try:
+        layer = model.get_submodule(".".join(reversed(parts)))
+    except AttributeError:
+        return None
+    return layer if isinstance(layer, nn.RNNBase) else None
+
+
+def _takes_state(call: ast.Call, name: str) -> bool:
+    second = call.args[1] if len(call.args) > 1 else None
+    keyword = next((k.value for k in call.keywords if k.arg == _STATE_KEYWORD), None)
+    state = second if second is not None else keyword
+    return isinstance(state, ast.Name) and state.id == name
+
+
+def _batch(layer: nn.RNNBase, first: InputPlan) -> Dim | None:
+    """The first input's dimension that is the layer's batch (a free size)."""
+    if len(first.specs) != 1:
+        return None
+    dims = first.specs[0].dims
+    position = 0 if layer.batch_first else 1
+    if len(dims) < 2 or dims[position].name is None:
+        return None
+    return dims[position]
+
+
+def _plan(layer: nn.RNNBase, name: str, batch: Dim) -> InputPlan:
+    depth = Dim.fixed(layer.num_layers * (2 if layer.bidirectional else 1))
+    hidden = Dim.fixed(layer.hidden_size)
+    if isinstance(layer, nn.LSTM):
+        projected = Dim.fixed(layer.proj_size or layer.hidden_size)
+        specs = [
+            TensorSpec([depth, batch, projected], torch.float32),
+            TensorSpec([depth, batch, hidden], torch.float32),
+        ]
+        label = (
+            f"the state `{name}` (h, c) of [{depth.hint}, {batch.name}, {projected.hint}] "
+            f"and [{depth.hint}, {batch.name}, {hidden.hint}] (from the nn.LSTM's sizes)"
+        )
+        return InputPlan(specs, "named", label, packed=(2,), exact=True)
+    label = (
+        f"the state `{name}` [{depth.hint}, {batch.name}, {hidden.hint}] "
+        f"(from the {type(layer).__name__}'s sizes)"
+    )
+    spec = TensorSpec([depth, batch, hidden], torch.float32)
+    return InputPlan([spec], "named", label, exact=True)
