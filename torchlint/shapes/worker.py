@@ -549,6 +549,10 @@ def _warm_while_waiting() -> float | None:
     _quiet()
     warm()
     compat.load_internals()
+    # torch's objects are there for good: collected and frozen now, while the client still
+    # works, the collection before forking only goes through what came after them.
+    gc.collect()
+    gc.freeze()
     return time.perf_counter() - began
 
 
