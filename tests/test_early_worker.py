@@ -155,3 +155,48 @@ def test_the_shape_stage_reuses_the_scan_that_decided_the_early_start(
     assert scans == [1]
     assert shapes._scan(files) != []  # taken over once only
     assert scans == [1, 1]
+
+
+def test_the_shape_stage_takes_over_the_evidence_collected_while_the_rules_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from torchlint.shapes import evidence
+
+    (tmp_path / "model.py").write_text(MODEL)
+    collected: list[int] = []
+    collect = evidence.collect
+
+    def counted(infos: list, files: list, declared: Any) -> dict:
+        collected.append(len(files))
+        return collect(infos, files, declared)
+
+    monkeypatch.setattr(evidence, "collect", counted)
+    monkeypatch.setattr(shapes, "_needs_worker", lambda infos, tables: True)
+    monkeypatch.setattr(shapes, "torch_available", lambda: True)
+    files = [("model.py", MODEL)]
+    assert shapes.needs_worker(files)
+    shapes.prepare_evidence(files, {})
+    infos = shapes._scan(list(files))
+    facts = shapes._collect(infos, list(files), {})
+    assert collected == [1]  # taken over, not collected again
+    assert facts == collect(infos, files, {})
+    # Other settings (a declared input shape) or other files: collected for them.
+    assert shapes.needs_worker(files)
+    shapes.prepare_evidence(files, {})
+    shapes._collect(shapes._scan(files), files, {"Net": {"shapes": [[1, 4]]}})
+    assert collected == [1, 1, 1]
+
+
+def test_idle_cores_count_the_workers_own_work_as_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    from torchlint.shapes import worker
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    # Two cores over one second: the worker itself kept one busy, the other idled.
+    before = worker._CpuSample(0.0, [0, 0, 0, 0, 0, 0, 0, 0], own=1.0)
+    monkeypatch.setattr(worker, "_cpu_ticks", lambda: [ticks, 0, 0, ticks, 0, 0, 0, 0])
+    monkeypatch.setattr(worker, "_own_cpu", lambda: 2.0)
+    monkeypatch.setattr(worker.os, "cpu_count", lambda: 2)
+    assert worker._idle_cores(2, before) == 2
+    monkeypatch.setattr(worker, "_own_cpu", lambda: 1.0)  # another process was busy
+    assert worker._idle_cores(2, before) == 1

@@ -374,9 +374,7 @@ def _shape_diagnostics(
     if missing:
         # Only the groups of files that changed are checked again; every file is evidence.
         checked = set().union(*(keys.groups[t.display] for t in missing)) if keys else None
-        declared = {}
-        for task in candidates:
-            declared.update(dict(task.settings.config.declared_shapes))
+        declared = _declared_shapes(candidates)
         if progress is not None:
             progress("shapes", 0, len(sources))
         found = shapes.check_files(
@@ -488,9 +486,24 @@ def _early_worker(
     except ImportError:
         return []
     sources = _shape_sources([*candidates, *evidence])
-    if not shapes.needs_worker(list(sources.items())):
+    files = list(sources.items())
+    if not shapes.needs_worker(files):
         return []
-    return [start_worker(warm=True)]
+    worker = start_worker(warm=True)
+    try:  # while torch loads there and the rules run: the shape stage takes it over
+        shapes.prepare_evidence(files, _declared_shapes(candidates))
+    except BaseException:
+        worker.close()
+        raise
+    return [worker]
+
+
+def _declared_shapes(candidates: list[_Task]) -> dict[str, dict]:
+    """The input shapes the candidates' settings declare, by class."""
+    declared: dict[str, dict] = {}
+    for task in candidates:
+        declared.update(dict(task.settings.config.declared_shapes))
+    return declared
 
 
 def _shape_report(

@@ -133,6 +133,40 @@ def _scan(files: list[tuple[str, str]]) -> list[FileInfo]:
     return discover.scan(files)
 
 
+def prepare_evidence(files: list[tuple[str, str]], declared: dict[str, dict] | None) -> None:
+    """Collect the evidence (call sites, example inputs) of the files `needs_worker` just
+    scanned, for the `check_files` of the same files and `declared` that follows: a run does
+    it while its source rules still run, not while the worker waits for its request."""
+    from torchlint.shapes import evidence
+
+    _collected.clear()
+    if not _scanned or _scanned[0][0] is not files:
+        return
+    infos = _scanned[0][1]
+    try:
+        facts = evidence.collect(infos, files, declared)
+    except Exception:  # collected again by `check_files`, which reports what goes wrong
+        return
+    _collected.append((infos, files, declared, facts))
+
+
+#: The evidence `prepare_evidence` collected: (infos, files, declared, facts).
+_collected: list[tuple[list[FileInfo], list[tuple[str, str]], Any, dict]] = []
+
+
+def _collect(
+    infos: list[FileInfo], files: list[tuple[str, str]], declared: dict[str, dict] | None
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """`evidence.collect`, taken over from `prepare_evidence` when it collected the same."""
+    from torchlint.shapes import evidence
+
+    if _collected:
+        known, collected_files, collected_declared, facts = _collected.pop()
+        if known is infos and collected_declared == declared and collected_files == files:
+            return facts
+    return evidence.collect(infos, files, declared)
+
+
 def _needs_worker(infos: list[FileInfo], tables: bool) -> bool:
     from torchlint.shapes.settle import may_settle
 
@@ -155,7 +189,7 @@ def _check_models(
     or None)."""
     from torchlint.shapes import evidence
 
-    facts = evidence.collect(infos, files, declared)
+    facts = _collect(infos, files, declared)
     # Every file's root, checked or evidence: its imports resolve as in a run that checks all.
     roots = sorted({info.root for info in infos} | {os.getcwd()})
     if only is not None:

@@ -7,9 +7,13 @@ and `ast` is several times faster to parse.
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
+import textwrap
 import warnings
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def parse(source: str, path: str = "<unknown>") -> ast.Module | None:
@@ -20,6 +24,26 @@ def parse(source: str, path: str = "<unknown>") -> ast.Module | None:
             return ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def function_source(function: Callable[..., Any]) -> str | None:
+    """A function's source, dedented (None when it cannot be read). Read once per function:
+    a model's `forward` and `__init__` are read for each way it is built and each input
+    plan, and `inspect` tokenizes the whole file each time."""
+    try:
+        return _cached_source(function)
+    except TypeError:  # a callable that cannot be a key: read each time
+        return _read_source(function)
+
+
+def _read_source(function: Callable[..., Any]) -> str | None:
+    try:
+        return textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        return None
+
+
+_cached_source = functools.lru_cache(maxsize=512)(_read_source)
 
 
 def dotted(node: ast.AST | None) -> str | None:

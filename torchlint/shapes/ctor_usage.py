@@ -12,10 +12,10 @@ where names are silent.
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any
+
+from torchlint.shapes.astutil import function_source
 
 #: Layer classes and what each positional argument is (keywords by the same names).
 _LAYERS: dict[str, tuple[str, ...]] = {
@@ -91,10 +91,12 @@ def class_uses(cls: type) -> Uses | None:
     init = cls.__dict__.get("__init__")
     if init is None:
         return None
+    source = function_source(init)
     try:
-        source = textwrap.dedent(inspect.getsource(init))
-        tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, ValueError):
+        tree = ast.parse(source) if source is not None else None
+    except (SyntaxError, ValueError):
+        return None
+    if tree is None:
         return None
     node = tree.body[0] if tree.body else None
     if not isinstance(node, ast.FunctionDef):

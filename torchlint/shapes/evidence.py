@@ -231,7 +231,8 @@ def _scan_file(
 ) -> None:
     aliases = import_aliases(tree)
     bound = module_bindings(tree)
-    options = parsed_options(tree) if "parse_" in source else {}
+    # Options come from `add_argument` defaults: a file that never calls it has none.
+    options = parsed_options(tree) if "parse_" in source and "add_argument" in source else {}
     used_here: set[tuple[str, str]] = set()
     called_here: set[tuple[str, str]] = set()
     if abspath in by_path:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import ast
 import inspect
 import operator
-import textwrap
 from typing import Any
 
 import torch
 from torch import fx, nn
 
+from torchlint.shapes.astutil import function_source
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
 
@@ -350,9 +350,8 @@ def _weight_product(
 def forward_function(module: nn.Module) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The parsed source of the module class's `forward`, type comments kept where they parse
     (None when there is no source to read)."""
-    try:
-        source = textwrap.dedent(inspect.getsource(type(module).forward))
-    except (OSError, TypeError):
+    source = function_source(type(module).forward)
+    if source is None:
         return None
     for type_comments in (True, False):
         try:
@@ -519,9 +518,12 @@ def _helper_reshapes(node: ast.AST, model: nn.Module) -> bool:
     method = getattr(type(model), name, None) if name and "." not in name else None
     if not inspect.isfunction(method):
         return False
+    source = function_source(method)
     try:
-        body = ast.parse(textwrap.dedent(inspect.getsource(method)))
-    except (OSError, TypeError, SyntaxError):
+        body = ast.parse(source) if source is not None else None
+    except SyntaxError:
+        return False
+    if body is None:
         return False
     return any(_reshapes(call) for call in ast.walk(body))
 

@@ -105,6 +105,8 @@ def parsed_options(tree: ast.Module) -> dict[str, argparse.Namespace]:
             and value.func.value.id in defaults
         ):
             options[target.id] = argparse.Namespace(**defaults[value.func.value.id])
+    if not options:
+        return options  # nothing parsed: no second walk for reassigned fields
     for name, attribute in _reassigned(tree):
         # `args.nhid = 2 * args.emsize` after parsing: the default is not what is used.
         if name in options:

@@ -385,6 +385,8 @@ def main() -> None:
     waiting = time.perf_counter()
     request = json.loads(sys.stdin.read())
     received = time.perf_counter()
+    # How busy the machine is, measured while this process prepares (see `_idle_cores`).
+    since = _cpu_sample()
     timeout = float(request.get("timeout", 20.0))
 
     def emit(event: str, abspath: str | None = None, **fields: Any) -> None:
@@ -418,7 +420,7 @@ def main() -> None:
     preload(project, request["jobs"], timeout, emit)
     gc.collect()
     gc.freeze()
-    check_all(request["jobs"], project, timeout, warmed, emit, protocol)
+    check_all(request["jobs"], project, timeout, warmed, emit, protocol, since)
     protocol.flush()
     if not request.get("private"):
         shutil.rmtree(private, ignore_errors=True)
@@ -431,12 +433,14 @@ def check_all(
     warmed: bool,
     emit: Callable[..., None],
     protocol: Any,
+    since: _CpuSample | None = None,
 ) -> None:
     """Check every job in forked children, several at once on a machine with idle cores
     once fake tensors are loaded here (before, one child at a time: the first that needs
     them asks for the warm-up). Children share nothing but what this process had loaded
-    before forking them, so the answers do not depend on how many run at once."""
-    slots = _parallel_children()
+    before forking them, so the answers do not depend on how many run at once. `since`: where
+    the measure of idle cores starts (`_cpu_sample`), else now."""
+    slots = _parallel_children(since)
     # With several at once, the files with the most models first: none is left to run alone
     # at the end while the other cores wait.
     waiting = sorted(jobs, key=lambda job: -len(job["classes"])) if slots > 1 else list(jobs)
@@ -462,7 +466,7 @@ def check_all(
         protocol.write(json.dumps(result, default=str) + "\n")
 
 
-def _parallel_children() -> int:
+def _parallel_children(since: _CpuSample | None = None) -> int:
     """How many children check files at once: one per idle core this process may use (at
     most `_MAX_CHILDREN`; `TORCHLINT_SHAPES_PROCESSES` overrides). On a busy machine a second
     child would only share a core, and each file would take longer against its time limit."""
@@ -474,21 +478,54 @@ def _parallel_children() -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(_MAX_CHILDREN, cores, int(_idle_cores(cores) + 0.5)))
+    return max(1, min(_MAX_CHILDREN, cores, int(_idle_cores(cores, since) + 0.5)))
 
 
-def _idle_cores(cores: int) -> float:
+#: Seconds over which idle cores are measured, at least.
+_SAMPLE_SECONDS = 0.15
+
+
+@dataclass(frozen=True)
+class _CpuSample:
+    """Where a measure of idle cores starts: the time, the machine's CPU ticks by state, and
+    this process's own CPU seconds."""
+
+    at: float
+    ticks: list[int]
+    own: float
+
+
+def _cpu_sample() -> _CpuSample | None:
+    try:
+        return _CpuSample(time.monotonic(), _cpu_ticks(), _own_cpu())
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _idle_cores(cores: int, since: _CpuSample | None = None) -> float:
     """Idle cores right now, read from /proc/stat over a moment where there is one. The load
     average trails by a minute, so it would still count this run's own source-rule processes,
-    which have just finished, and keep a long run's shape checks on one core."""
+    which have just finished, and keep a long run's shape checks on one core.
+
+    From `since` (the request's arrival), the moment is the time this process took to prepare,
+    its own CPU counted as idle (its cores are the children's next), waited out to
+    `_SAMPLE_SECONDS` if shorter."""
     try:
-        before = _cpu_ticks()
-        time.sleep(0.15)
-        after = _cpu_ticks()
-        total = sum(after) - sum(before)
-        if total > 0:
-            idle = after[3] + after[4] - before[3] - before[4]  # idle and iowait
-            return min(cores, (os.cpu_count() or cores) * idle / total)
+        before = since or _cpu_sample()
+        if before is not None:
+            time.sleep(max(0.0, _SAMPLE_SECONDS - (time.monotonic() - before.at)))
+            after = _cpu_ticks()
+            total = sum(after) - sum(before.ticks)
+            own = (_own_cpu() - before.own) * os.sysconf("SC_CLK_TCK")
+            if total > 0:
+                # idle and iowait, and this process's own use
+                idle = after[3] + after[4] - before.ticks[3] - before.ticks[4] + own
+                return min(cores, (os.cpu_count() or cores) * min(idle, total) / total)
     except (OSError, ValueError, IndexError):
         pass
     try:
@@ -513,6 +550,10 @@ def _warm_while_waiting() -> float | None:
     _quiet()
     warm()
     compat.load_internals()
+    # torch's objects are there for good: collected and frozen now, while the client still
+    # works, the collection before forking only goes through what came after them.
+    gc.collect()
+    gc.freeze()
     return time.perf_counter() - began
 
 
