@@ -74,6 +74,11 @@ from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 from torchlint.shapes.sweep import further_builders
 from torchlint.shapes.value_stop import ValueStop, value_stop
 
+#: Why a building block no checked model built was not checked, and what to do.
+_UNBUILT = (
+    "it is only built by models that were not checked "
+    "(give its arguments in [tool.torchlint.shapes] to check it on its own)"
+)
 _MAX_FLIPS = 6
 #: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
 _MAX_BUILDERS = 2
@@ -198,7 +203,7 @@ class FileChecker:
             if ctor is None and spec.get("sub_block") and not declared.get("shapes"):
                 # A building block of another model: its defaults may be a configuration
                 # nobody uses; it is checked inside the models that build it.
-                deferred.append((name, line, "it is only built by models that were not checked"))
+                deferred.append((name, line, _UNBUILT))
                 continue
             try:
                 args, kwargs, _ = constructor_arguments(cls, ctor)
@@ -253,7 +258,7 @@ class FileChecker:
                 if guessed is None:
                     continue
                 if guessed:
-                    head, cut, tail = reason.partition(" (give them")
+                    head, cut, tail = reason.partition(" (give")
                     reason = f"{head}; {guessed}{cut}{tail}"
             if cls not in self.covered:
                 # Another file's model may build it: the caller decides (see `pending`).
