@@ -13,7 +13,10 @@ class ShapeCheckSkipped(Rule):
     gives (and that cannot be guessed), an input whose shape cannot be inferred, a missing
     dependency, a forward pass that fails for reasons other than shapes, or a check that
     ran out of time or memory. Every class with a `forward` that no checked model built is
-    reported, so a run never passes over a model in silence. Off by default.
+    reported, so a run never passes over a model in silence. A model whose forward stops
+    where sizes start to depend on the values of tensors (a detector keeping the boxes that
+    score well) is checked up to there; the layers it had not reached are named. Off by
+    default.
 
     ## Why is this bad?
     Shape bugs in such a module go unreported. Most reasons can be removed: give the

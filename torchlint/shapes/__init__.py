@@ -324,8 +324,10 @@ def _settle_pending(results: dict[str, dict[str, Any]]) -> None:
     needs arguments); a model of another file may have built, and so checked, them.
     """
     covered: set[str] = set()
+    cut_short: dict[str, str] = {}
     for result in results.values():
         covered.update(result.get("covered", ()))
+        cut_short.update(result.get("cut_short", {}))
     for result in results.values():
         if "findings" in result:
             result["findings"] = [
@@ -335,7 +337,8 @@ def _settle_pending(results: dict[str, dict[str, Any]]) -> None:
         for item in result.get("pending", ()):
             if f"{path}::{item['name']}" in covered:
                 continue
-            message = f"shape check of {item['name']} skipped: {item['reason']}"
+            reason = cut_short.get(f"{path}::{item['name']}", item["reason"])
+            message = f"shape check of {item['name']} skipped: {reason}"
             result.setdefault("findings", []).append(
                 {
                     "code": _SKIPPED,

@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,8 +38,8 @@ from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.described_shapes import described_plans, indexed_plans, unpacked_plans
-from torchlint.shapes.feature_maps import list_plans, tensor_list_input
-from torchlint.shapes.guess import OtherChoice, Variant, describe, guesses
+from torchlint.shapes.feature_maps import image_list_plans, list_plans, tensor_list_input
+from torchlint.shapes.guess import OtherChoice, Variant, config_sizes, describe, guesses, unwrap
 from torchlint.shapes.infer import (
     infer_from_base_layer,
     infer_from_graph,
@@ -77,7 +77,13 @@ from torchlint.shapes.siblings import mask_plans, sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 from torchlint.shapes.sweep import further_builders
+from torchlint.shapes.value_stop import ValueStop, value_stop
 
+#: Why a building block no checked model built was not checked, and what to do.
+_UNBUILT = (
+    "it is only built by models that were not checked "
+    "(give its arguments in [tool.torchlint.shapes] to check it on its own)"
+)
 _MAX_FLIPS = 6
 #: Argument-free builders tried per class (`resnet18`, `resnet34`, ...): one usually does.
 _MAX_BUILDERS = 2
@@ -103,6 +109,8 @@ class PlanResult:
     reason: str | None = None  #: why it could not be decided (TL690)
     #: The input sizes of the last run (the passing one, or the one that failed for good).
     hints: dict[str, int] = field(default_factory=dict)
+    #: Passed up to an op whose sizes depend on tensor values (see `value_stop`).
+    stopped: ValueStop | None = None
     names: dict[sympy.Symbol, str] = field(default_factory=dict)
     constraints: list[tuple[Failure, Any, list[int], dict[sympy.Symbol, str]]] = field(
         default_factory=list
@@ -152,6 +160,11 @@ class FileChecker:
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
         self.covered: set[type] = set()
+        #: `path::Class` -> why a class inside a model checked only up to a stop on tensor
+        #: values was not checked (its forward had not run yet).
+        self.cut_short: dict[str, str] = {}
+        #: The classes whose forward ran, when the model being checked stopped early.
+        self._ran: set[type] | None = None
         #: Deferred blocks checked on their own with a default configuration.
         self.configured: set[type] = set()
         #: The configuration object the model being checked was built with, if any.
@@ -197,7 +210,7 @@ class FileChecker:
             if ctor is None and spec.get("sub_block") and not declared.get("shapes"):
                 # A building block of another model: its defaults may be a configuration
                 # nobody uses; it is checked inside the models that build it.
-                deferred.append((name, line, "it is only built by models that were not checked"))
+                deferred.append((name, line, _UNBUILT))
                 continue
             try:
                 args, kwargs, _ = constructor_arguments(cls, ctor)
@@ -256,7 +269,7 @@ class FileChecker:
                 if guessed is None:
                     continue
                 if guessed:
-                    head, cut, tail = reason.partition(" (give them")
+                    head, cut, tail = reason.partition(" (give")
                     reason = f"{head}; {guessed}{cut}{tail}"
             if cls not in self.covered:
                 # Another file's model may build it: the caller decides (see `pending`).
@@ -425,13 +438,21 @@ class FileChecker:
         """The findings met in every run of one variant, with their sizes written as
         expressions of the arguments (see `size_terms`), or why it could not be checked."""
         found: list[dict[tuple[str, int, str], F.Finding]] = []
-        for arguments in variant.runs:
+        for run, arguments in enumerate(variant.runs):
             if self.deadline is not None and time.monotonic() > self.deadline:
                 return "with guessed sizes: the file's time budget was used up"
             try:
                 model = build(cls, [], arguments)
             except Exception as exc:
-                return f"built with guessed sizes ({describe(arguments)}): {_brief(exc)}"
+                # A default configuration may leave sizes to the parent model: give them.
+                filled = config_sizes(cls, arguments, run)
+                try:
+                    if filled is None:
+                        raise exc
+                    model = build(cls, [], unwrap(filled))
+                except Exception:
+                    return f"built with guessed sizes ({describe(arguments)}): {_brief(exc)}"
+                arguments = filled
             start = len(self.findings)
             self.check_model(model, name, where, spec, {})
             new, self.findings[start:] = self.findings[start:], []
@@ -514,6 +535,7 @@ class FileChecker:
         record: dict[str, Any] = {"model": label, "path": "fx", "result": "ok"}
         self.stats.models.append(record)
         self._settings = module_settings.note(model)
+        self._ran = None
         try:
             self._check_model(model, label, where, spec, declared, record, prefix)
             if record["result"] == "skipped" and not declared.get("shapes"):
@@ -528,7 +550,8 @@ class FileChecker:
             record["seconds"] = time.perf_counter() - started
             if record["result"] != "skipped":
                 with contextlib.suppress(Exception):
-                    self.covered.update(type(m) for m in model.modules())
+                    ran = self._ran if self._ran is not None else map(type, model.modules())
+                    self.covered.update(_with_forward_owners(ran))
 
     def _check_with_companions(
         self,
@@ -627,6 +650,7 @@ class FileChecker:
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
             if result.ok and not result.pinned:
+                self._note_stop(model, result, label, where)
                 self._constraints(result, plan, label, where, prefix, model)
                 return
         # An error on the number of dimensions only counts when the input's rank is known.
@@ -636,6 +660,7 @@ class FileChecker:
         if not definite:
             passing = [(p, r) for p, r in results if r.ok]
             if passing:
+                self._note_stop(model, passing[0][1], label, where)
                 self._constraints(passing[0][1], passing[0][0], label, where, prefix, model)
                 return
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
@@ -659,6 +684,24 @@ class FileChecker:
             or ("the model failed differently for each possible input shape")
         )
         self._skip(path, line, label, reason)
+
+    def _note_stop(
+        self, model: nn.Module, result: PlanResult, label: str, where: tuple[str, int]
+    ) -> None:
+        """After a run that passed up to a stop on tensor values: only the classes whose
+        forward returned count as checked; the others, and the layers not reached, are told."""
+        stop = result.stopped
+        if stop is None:
+            return
+        self._ran = {type(m) for m in stop.ran} | {type(model)}
+        for module in model.modules():
+            cls = type(module)
+            file = getattr(inspect.getmodule(cls), "__file__", None)
+            if cls not in self._ran and file in self.user_files:
+                self.cut_short.setdefault(f"{file}::{cls.__name__}", stop.class_reason(label))
+        note = stop.model_note(model)
+        if note is not None:
+            self.findings.append(F.skipped(where[0], where[1], f"shape check of {label} {note}"))
 
     def _constraints(
         self,
@@ -691,6 +734,7 @@ class FileChecker:
             listed = index < len(names) and tensor_list_input(model, names[index])
             found = (
                 (listed and list_plans(model, index))
+                or (listed and image_list_plans(names[index]))
                 or (index < len(names) and infer_from_name(model, names[index], first=True))
                 or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
@@ -753,11 +797,17 @@ class FileChecker:
             failure = self._failure_at(model, plan, world.hints) or Failure(first_error)
             result.failure, result.reason = failure, self._failure_reason(failure)
             return result
+        stop = value_stop(first_error, lambda: run_direct(world), self.user_files)
+        if stop is not None:
+            # Every layer before the op that needs values took its input (see `value_stop`).
+            result.ok = True
+            result.stopped = stop
+            return result
         sizes = _probed_dims(plan)
         if sizes and F.shape_like(first_error):
             # Most models that fail at the first guess were written for one common size.
-            for size in PROBE_SIZES:
-                hints = {**world.hints, **dict.fromkeys(sizes, size)}
+            for probed in _probes(sizes):
+                hints = {**world.hints, **probed}
                 probe = World(model, plan, hints, symbolic=False, session=self._session(model))
                 if run_direct(probe) is None:
                     result.ok = True
@@ -1030,6 +1080,19 @@ class FileChecker:
 
 #: Sizes tried (for all spatial or length dims at once) when the first guess fails.
 PROBE_SIZES = (32, 28, 224, 64)
+#: A video clip's usual frames (its depth `D`), tried with sides of 224.
+_CLIP_FRAMES = 16
+
+
+def _probes(sizes: list[str]) -> Iterator[dict[str, int]]:
+    """The input sizes to try after the first guess failed: each of `PROBE_SIZES` for all
+    of them at once, then, for a video model, the usual clip (16 frames of 224 x 224)."""
+    for size in PROBE_SIZES:
+        yield dict.fromkeys(sizes, size)
+    if any(name.startswith("D") for name in sizes):
+        yield {n: _CLIP_FRAMES if n.startswith("D") else 224 for n in sizes}
+
+
 #: Scales of the last sizes tried before a failure is called definite.
 _SCALES = (4, 16, 64)
 
@@ -1092,8 +1155,11 @@ def _fixed_note(fixed: dict[str, str]) -> str:
 
 def _freed(plan: InputPlan) -> InputPlan | None:
     """An inferred plan with its fixed sizes made free (hinted at their value), if it has any;
-    a batch of one (see `_single_batch`) stays."""
-    if plan.evidenced or plan.exact:
+    a batch of one (see `_single_batch`) stays.
+
+    Not a list's (`images: list[Tensor]`): its elements are read one by one, or batched
+    whole (an image's channels, copied into a batch, are the batch's)."""
+    if plan.evidenced or plan.exact or plan.packed:
         return None
     specs, count = [], 0
     for spec in plan.specs:
@@ -1241,6 +1307,18 @@ def _config_in(kwargs: dict[str, Any]) -> Any:
         if any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in type(value).__mro__):
             return value
     return None
+
+
+def _with_forward_owners(classes: Iterable[type]) -> set[type]:
+    """The classes, and the base classes whose forward they run (`SSDClassificationHead`
+    runs `SSDScoringHead.forward`): that forward was checked too."""
+    found = set()
+    for cls in classes:
+        found.add(cls)
+        owner = next((c for c in cls.__mro__ if "forward" in vars(c)), None)
+        if owner is not None and owner is not nn.Module:
+            found.add(owner)
+    return found
 
 
 def _settled_clean(found: list[dict[tuple[str, int, str], F.Finding]]) -> bool:

@@ -113,7 +113,11 @@ def collect(
             built = builders_of(functions, set(info.classes))
             for name, builders in built.items():
                 result[(info.abspath, name)]["builders"] = builders
-            for name, builders in users_of(functions, set(info.classes), built).items():
+            # A builder of a model imported from elsewhere (`ssdlite320(...)` returns the
+            # `SSD` of another module) uses this module's blocks too.
+            imported = builders_of(functions, imported_classes(info.tree))
+            users = users_of(functions, set(info.classes), {**imported, **built})
+            for name, builders in users.items():
                 if not result[(info.abspath, name)]["builders"]:
                     result[(info.abspath, name)]["users"] = builders
     for info in infos:
@@ -428,6 +432,17 @@ def users_of(
         if users:
             found[cls] = users
     return found
+
+
+def imported_classes(tree: ast.Module) -> set[str]:
+    """Names a module imports that look like classes (`from .ssd import SSD`)."""
+    return {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name[:1].isupper()
+    }
 
 
 def _names_in(node: ast.AST) -> set[str]:

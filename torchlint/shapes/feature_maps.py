@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from torchlint.shapes.infer import forward_function, forward_params, infer_from_source
-from torchlint.shapes.inputs import InputPlan
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
 
 #: Feature maps passed for a list input (pyramid levels).
 _LEVELS = 2
@@ -131,6 +131,26 @@ def list_plans(module: nn.Module, index: int) -> list[InputPlan] | None:
         label = f"a list of {_LEVELS} feature maps {_shape(plan)}"
         plans.append(InputPlan(list(specs), "named", label, (_LEVELS,)))
     return plans
+
+
+#: List inputs that hold whole images (a detector's `images: list[Tensor]`).
+_IMAGE_LISTS = frozenset({"images", "imgs", "image_list", "img_list"})
+#: Sizes of the images of such a list: unlike, as a detector is fed them.
+_IMAGE_SIZES = ((96, 128), (112, 80))
+
+
+def image_list_plans(name: str) -> list[InputPlan] | None:
+    """Plans for a list of images named by convention (`images: list[Tensor]`): RGB images
+    [3, H, W] of unlike sizes, as a detector takes them before batching them itself."""
+    if name not in _IMAGE_LISTS:
+        return None
+    specs = [
+        TensorSpec([Dim.fixed(3), Dim(f"H{i}", h), Dim(f"W{i}", w)], torch.float32)
+        for i, (h, w) in enumerate(_IMAGE_SIZES, 1)
+    ]
+    sizes = " and ".join(f"[3, H{i}, W{i}]" for i in range(1, len(specs) + 1))
+    label = f"a list of images {sizes} (`{name}`: images of unlike sizes)"
+    return [InputPlan(specs, "named", label, (len(specs),))]
 
 
 def _shape(plan: InputPlan) -> str:

@@ -21,6 +21,7 @@ that does not look like a number (a block class, a string) cannot be guessed.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import itertools
 import re
@@ -276,6 +277,55 @@ def _looks_like_size(name: str) -> bool:
             re.I,
         )
     )
+
+
+#: Window and grid sizes given to a default configuration that leaves them unset, per run
+#: (they divide every guessed image side).
+_WINDOWS = (8, 4, 8)
+_UNSET_SIZE = re.compile(r"(^|_)(size|window|grid)(_|$)", re.I)
+
+
+def config_sizes(cls: type, arguments: dict[str, Any], run: int) -> dict[str, Any] | None:
+    """The arguments with the default configuration object of `cls` given the sizes it
+    leaves unset (`cfg=TransformerCfg()` whose `window_size` is None until the parent model
+    sets it), or None when no default configuration has such a field."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    filled = dict(arguments)
+    for param in parameters:
+        default = param.default
+        if param.name in arguments or not dataclasses.is_dataclass(default):
+            continue
+        if isinstance(default, type):
+            continue
+        sizes = {}
+        for item in dataclasses.fields(default):
+            text = str(item.type)
+            unset = getattr(default, item.name) is None and _UNSET_SIZE.search(item.name)
+            if unset and re.search(r"\bint\b", text):
+                side = _WINDOWS[run % len(_WINDOWS)]
+                sizes[item.name] = (side, side) if re.search(r"[Tt]uple", text) else side
+        if sizes:
+            filled[param.name] = _Filled(dataclasses.replace(default, **sizes), sizes)
+    return filled if len(filled) > len(arguments) else None
+
+
+class _Filled:
+    """A configuration object given sizes, shown by them in messages."""
+
+    def __init__(self, value: Any, sizes: dict[str, Any]) -> None:
+        self.value, self.sizes = value, sizes
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k}={v!r}" for k, v in self.sizes.items())
+        return f"{type(self.value).__name__}({given})"
+
+
+def unwrap(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments to build with (a filled configuration as itself)."""
+    return {k: v.value if isinstance(v, _Filled) else v for k, v in arguments.items()}
 
 
 def describe(arguments: dict[str, Any]) -> str:

@@ -416,8 +416,9 @@ def infer_from_source(
         target = _self_attribute(node.func)
         if target is None and isinstance(node.func, ast.Name):
             target = loops.get(node.func.id)
-        if target is None and _super_forward(node.func):
-            # A subclass of a built-in layer calling the layer's own forward.
+        if target is None and (_super_forward(node.func) or _own_functional(node.func, model)):
+            # A subclass of a built-in layer calling the layer's own forward, or the
+            # functional form of it on its own weights (`F.layer_norm(x, self.normalized_shape`).
             found = module_templates(model, own_forward=False)
             where = _argument_slot(node, names)
             if found is None or where is None or where[0] not in (0, _first_param(model)):
@@ -668,6 +669,28 @@ def _super_forward(func: ast.AST) -> bool:
         and isinstance(func.value.func, ast.Name)
         and func.value.func.id == "super"
     )
+
+
+#: The functional form of a built-in layer's forward, by layer type.
+_FUNCTIONALS: tuple[tuple[type, str], ...] = (
+    (nn.LayerNorm, "layer_norm"),
+    (nn.GroupNorm, "group_norm"),
+    (nn.modules.batchnorm._BatchNorm, "batch_norm"),
+    (nn.Linear, "linear"),
+    (nn.Conv1d, "conv1d"),
+    (nn.Conv2d, "conv2d"),
+    (nn.Conv3d, "conv3d"),
+)
+
+
+def _own_functional(func: ast.AST, model: nn.Module) -> bool:
+    """`F.layer_norm` (`torch.nn.functional.layer_norm`) in the forward of a subclass of
+    `nn.LayerNorm`: the layer's own computation, so its input contract holds."""
+    name = _dotted_name(func)
+    if not name.startswith(("F.", "torch.nn.functional.", "nn.functional.")):
+        return False
+    wanted = name.rsplit(".", 1)[-1]
+    return any(isinstance(model, layer) and wanted == fn for layer, fn in _FUNCTIONALS)
 
 
 def _self_attribute(func: ast.AST) -> str | None:

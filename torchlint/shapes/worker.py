@@ -167,6 +167,7 @@ def check_job(
     findings = checker.check_job(job)
     result = {"findings": findings, "models": checker.stats.models, "stubbed": project.stubbed}
     result.update(pending=checker.pending, covered=checker.covered_classes())
+    result["cut_short"] = checker.cut_short
     tables = getattr(checker, "tables", None)
     if tables is not None:
         result["tables"] = tables
