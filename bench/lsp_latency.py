@@ -5,7 +5,7 @@ about 1,000 lines that several rules fire on, then makes one small edit at a tim
 for the diagnostics of that version: the time from sending the edit to receiving them is the
 latency an editor sees (debounce included). Target: a median of 100 ms at 1,250 lines.
 
-    python bench/lsp_latency.py [--lines 1000] [--edits 40] [--debounce-ms 30]
+    python bench/lsp_latency.py [--lines 1000] [--edits 40] [--debounce-ms 30] [--edit-kind code]
 """
 
 from __future__ import annotations
@@ -93,14 +93,20 @@ def engine_time(source: str, runs: int = 5) -> tuple[float, float, float]:
     return statistics.median(wall), statistics.median(cpu), statistics.median(parse)
 
 
-def edited(lines: list[str], edit: int) -> tuple[int, int, str]:
-    """The `edit`-th edit: a comment typed at the end of a line somewhere, as a person would.
+def edited(lines: list[str], edit: int, kind: str = "comment") -> tuple[int, int, str]:
+    """The `edit`-th edit, as a person would type it: a comment at the end of a line somewhere
+    (`comment`: the findings can be carried over), or a digit added to a number literal
+    (`code`: `total = 0.0` becomes `total = 0.01`, so the rules run again).
     Returns (line, column, text typed)."""
+    if kind == "code":
+        numbers = [i for i, text in enumerate(lines) if text.lstrip().startswith("total = 0.0")]
+        line = numbers[(edit * 7) % len(numbers)]
+        return line, len(lines[line]), "1"
     line = (edit * 37) % len(lines)
     return line, len(lines[line]), f"  # edit {edit}"
 
 
-def server_path_time(source: str, edits: int) -> tuple[float, float]:
+def server_path_time(source: str, edits: int, kind: str) -> tuple[float, float]:
     """Median CPU milliseconds of the server's lint of an edited buffer (`lint_document`, in
     this process), re-parsing by the edit as the server does, and parsing everything."""
     from torchlint.server.app import lint_document
@@ -110,7 +116,7 @@ def server_path_time(source: str, edits: int) -> tuple[float, float]:
     previous = lint_document(None, "bench.py", source, Path.cwd(), "utf-16").parsed
     incremental, full = [], []
     for edit in range(edits):
-        line, _, typed = edited(lines, edit)
+        line, _, typed = edited(lines, edit, kind)
         lines[line] += typed
         text = "\n".join(lines) + "\n"
         start = time.process_time()
@@ -188,7 +194,7 @@ async def measure(args: argparse.Namespace) -> int:
     pid = client._server.pid if client._server is not None else 0
     cpu = 0.0
     for edit in range(args.edits):
-        line, column, typed = edited(lines, edit)
+        line, column, typed = edited(lines, edit, args.edit_kind)
         version += 1
         change = types.TextDocumentContentChangePartial(
             range=types.Range(
@@ -218,12 +224,12 @@ async def measure(args: argparse.Namespace) -> int:
     latencies.sort()
     p95 = latencies[max(0, round(len(latencies) * 0.95) - 1)]
     print(
-        f"{len(lines)} lines, {findings} diagnostics, {len(latencies)} edits,"
+        f"{len(lines)} lines, {findings} diagnostics, {len(latencies)} {args.edit_kind} edits,"
         f" debounce {args.debounce_ms} ms: didChange -> publishDiagnostics"
         f" median {statistics.median(latencies):.0f} ms, p95 {p95:.0f} ms,"
         f" max {latencies[-1]:.0f} ms; server CPU {cpu * 1000 / args.edits:.0f} ms per edit (mean)"
     )
-    incremental, full = server_path_time(source, min(args.edits, 20))
+    incremental, full = server_path_time(source, min(args.edits, 20), args.edit_kind)
     print(
         f"the server's lint of an edited buffer (in this process, CPU, median):"
         f" {incremental:.0f} ms re-parsing by the edit, {full:.0f} ms parsing everything"
@@ -246,6 +252,12 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=40)
     parser.add_argument("--debounce-ms", type=int, default=30)
     parser.add_argument("--target-ms", type=float, default=100.0)
+    parser.add_argument(
+        "--edit-kind",
+        choices=["comment", "code"],
+        default="comment",
+        help="what each edit types: a comment (findings carried over) or a digit in a number",
+    )
     parser.add_argument(
         "--server",
         nargs="+",
