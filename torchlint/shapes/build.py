@@ -232,22 +232,38 @@ def _shallow(config: Any) -> Any:
 
     A count that per-stage lists follow (ConvNeXt's `num_stages` with its `hidden_sizes`,
     which HF configurations also answer as `num_hidden_layers`) is left as it is: stages
-    differ in their sizes.
+    differ in their sizes. A list that only names each layer's kind (`layer_types`, one
+    "full_attention" or "sliding_attention" per layer) is cut with the count.
     """
     try:
-        lengths = {len(v) for v in vars(config).values() if isinstance(v, (list, tuple))}
+        lists = {k: v for k, v in vars(config).items() if isinstance(v, (list, tuple))}
     except TypeError:
-        lengths = set()
+        lists = {}
     for field_name in _DEPTH_FIELDS:
         value = getattr(config, field_name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_DEPTH:
-            if value in lengths:
+            following = {k: v for k, v in lists.items() if len(v) == value}
+            if any(not _layer_kinds(k, v) for k, v in following.items()):
                 continue
             try:
+                for key, kinds in following.items():
+                    setattr(config, key, type(kinds)(_cut_kinds(kinds)))
                 setattr(config, field_name, _MAX_DEPTH)
             except Exception:
                 continue
     return config
+
+
+def _layer_kinds(name: str, values: Any) -> bool:
+    """A per-layer list of kinds (`layer_types`: strings), not of sizes or stage names."""
+    return "layer" in name and all(isinstance(v, str) for v in values)
+
+
+def _cut_kinds(kinds: Any) -> list[Any]:
+    """Kinds for `_MAX_DEPTH` layers: the first two kinds the list names (a model that
+    interleaves sliding and full attention keeps both), else its first layers'."""
+    distinct = list(dict.fromkeys(kinds))
+    return distinct[:_MAX_DEPTH] if len(distinct) > 1 else list(kinds[:_MAX_DEPTH])
 
 
 def full_depth(kwargs: dict[str, Any]) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from torchlint.shapes import findings as F
 from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.attention_masks import transformer_mask_plans
+from torchlint.shapes.budget import BudgetSpent, cpu_budget
 from torchlint.shapes.build import (
     NeedsArguments,
     build,
@@ -115,6 +116,7 @@ class PlanResult:
     constraints: list[tuple[Failure, Any, list[int], dict[sympy.Symbol, str]]] = field(
         default_factory=list
     )
+    refused: bool = False  #: stopped at a refused batch of several samples, not analysed
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,15 @@ class _BuildRequest:
         return None if deep is None else dataclasses.replace(self, kwargs=deep)
 
 
+@dataclass(frozen=True)
+class _Undecided:
+    """An analysis that found no shape error (`result`: why not), and the failure it ended
+    on (`_failure_key` at the sizes it came to)."""
+
+    result: PlanResult
+    last: tuple[Any, ...]
+
+
 @dataclass
 class Stats:
     """How each model was checked (the benchmark reports these)."""
@@ -151,11 +162,14 @@ class FileChecker:
         sources: dict[str, str],
         stats: Stats | None = None,
         deadline: float | None = None,
+        model_budget: float | None = None,
     ):
         self.project = project
         self.sources = sources
         #: `time.monotonic()` after which the remaining models are skipped (not lost).
         self.deadline = deadline
+        #: CPU seconds one model's check may take (None: no limit; see `budget`).
+        self.model_budget = model_budget
         self.user_files = project.files
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
@@ -175,6 +189,12 @@ class FileChecker:
         self._settings: module_settings.Settings = []
         #: The forward input whose shape the last planning could not infer.
         self._unknown_input: str | None = None
+        #: Failures of a first run (see `_failure_key`) whose analysis found no shape error.
+        self._failed: dict[tuple[Any, ...], _Undecided] = {}
+        #: Failures of a first run, and sizes at which the analysis found the model passes.
+        self._passed: dict[tuple[Any, ...], dict[str, int]] = {}
+        #: How the model being checked took another's analysis over ("sizes", "failure").
+        self._reused: str | None = None
 
     def _session(self, model: nn.Module) -> Session:
         """The fake-tensor session of the model being checked (made on first use)."""
@@ -536,10 +556,23 @@ class FileChecker:
         self.stats.models.append(record)
         self._settings = module_settings.note(model)
         self._ran = None
+        found = len(self.findings)
+        self._reused = None
         try:
-            self._check_model(model, label, where, spec, declared, record, prefix)
-            if record["result"] == "skipped" and not declared.get("shapes"):
-                self._check_with_companions(model, label, where, spec, record, prefix)
+            with cpu_budget(self.model_budget):
+                self._check_model(model, label, where, spec, declared, record, prefix)
+                if record["result"] == "skipped" and not declared.get("shapes"):
+                    self._check_with_companions(model, label, where, spec, record, prefix)
+        except BudgetSpent:
+            record["result"] = "skipped"
+            del self.findings[found:]
+            self._skip(
+                where[0],
+                where[1],
+                label,
+                f"the model's time budget ({self.model_budget:g} s of CPU) was used up"
+                " before its check ended",
+            )
         except Exception as exc:
             record["result"] = "skipped"
             self._skip(where[0], where[1], label, explain(f"internal error: {_brief(exc)}"))
@@ -548,6 +581,8 @@ class FileChecker:
             module_settings.put_back(self._settings)
             self._settings = []
             record["seconds"] = time.perf_counter() - started
+            if self._reused:
+                record["reused"] = self._reused
             if record["result"] != "skipped":
                 with contextlib.suppress(Exception):
                     ran = self._ran if self._ran is not None else map(type, model.modules())
@@ -772,18 +807,26 @@ class FileChecker:
         return inferred or shape_free_plan(model, count)
 
     def _run_plan(self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any) -> PlanResult:
-        result = self._run_plan_once(model, plan, graph_for_analysis)
+        result = self._run_plan_once(model, plan, graph_for_analysis, refusal_first=True)
         single = _single_batch(plan) if _batch_refused(result) else None
         if single is not None:
             # "Cannot handle batch sizes > 1 if no padding token is defined": one sample.
             retry = self._run_plan_once(model, single, graph_for_analysis)
             if retry.ok or retry.code is not None:
                 return retry
+            if result.refused:  # not analysed yet: the batch was not the only trouble
+                result = self._run_plan_once(model, plan, graph_for_analysis)
         return result
 
     def _run_plan_once(
-        self, model: nn.Module, plan: InputPlan, graph_for_analysis: Any
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        graph_for_analysis: Any,
+        refusal_first: bool = False,
     ) -> PlanResult:
+        """Run one plan, and analyse a failure. With `refusal_first`, a forward that refuses
+        a batch of several samples is not analysed (`refused`): one sample is tried first."""
         result = PlanResult()
         world = World(model, plan, {}, symbolic=False, session=self._session(model))
         first_error = run_direct(world)
@@ -792,8 +835,12 @@ class FileChecker:
             result.ok = True
             return result
         if _BATCH_REFUSED.search(str(first_error)) and _single_batch(plan) is not None:
-            # One sample at a time: `_run_plan` runs it again with a batch of one (other
-            # sizes, and the symbolic run that stops at an op it cannot follow, tell nothing).
+            result.failure = Failure(first_error)
+            if refusal_first:  # `_run_plan` tries one sample first
+                result.refused = True
+                return result
+            # One sample at a time did not pass either: other sizes, and the symbolic run
+            # that stops at an op it cannot follow, tell nothing.
             failure = self._failure_at(model, plan, world.hints) or Failure(first_error)
             result.failure, result.reason = failure, self._failure_reason(failure)
             return result
@@ -803,6 +850,22 @@ class FileChecker:
             result.ok = True
             result.stopped = stop
             return result
+        seen = _failure_key(first_error, plan, world.hints, self.user_files)
+        known = self._failed.get(seen) if seen is not None else None
+        passed = self._passed.get(seen) if seen is not None else None
+        if passed is not None:
+            # Another model of this file failed here alike and passed at other sizes (an
+            # audio model's length solved for): this one is run at those first.
+            probe = World(model, plan, passed, symbolic=False, session=self._session(model))
+            if run_direct(probe) is None:
+                self._reused = "sizes"
+                return PlanResult(ok=True, pinned=True, hints=dict(passed))
+        if known is not None and self._fails_as(model, plan, known):
+            # Another model of this file (the base model a head holds) failed here alike,
+            # and its analysis ended on a failure this model meets too, at the sizes the
+            # analysis came to, without finding a shape error: it would find the same.
+            self._reused = "failure"
+            return dataclasses.replace(known.result, constraints=[])
         sizes = _probed_dims(plan)
         if sizes and F.shape_like(first_error):
             # Most models that fail at the first guess were written for one common size.
@@ -816,6 +879,12 @@ class FileChecker:
                         self._harvest(model, plan, hints, graph_for_analysis, result)
                     return result
         result = self._search(model, plan, dict(world.hints), graph_for_analysis, result)
+        if seen is not None and result.ok and not result.constraints:
+            self._passed[seen] = dict(result.hints)
+        if seen is not None and _undecided(result) and result.failure is not None:
+            last = _failure_key(result.failure.exc, plan, result.hints, self.user_files)
+            if last is not None:
+                self._failed[seen] = _Undecided(dataclasses.replace(result), last)
         # An inferred plan fixes a size from the first layer that reads the input; the
         # forward may change that size first (`x[:, :, 2:]`): solve for it instead. Inputs
         # whose sizes were inferred alike may differ (a mask at 16 times a feature map's
@@ -837,6 +906,15 @@ class FileChecker:
                 if run_direct(probe) is None:
                     return PlanResult(ok=True, pinned=True, hints=hints)
         return result
+
+    def _fails_as(self, model: nn.Module, plan: InputPlan, known: _Undecided) -> bool:
+        """Whether the model fails as `known` ended, at the sizes its analysis came to."""
+        hints = dict(known.result.hints)
+        world = World(model, plan, hints, symbolic=False, session=self._session(model))
+        error = run_direct(world)
+        return error is not None and (
+            _failure_key(error, plan, hints, self.user_files) == known.last
+        )
 
     def _unlike(
         self,
@@ -1006,6 +1084,12 @@ class FileChecker:
                 world = World(model, plan, hints, symbolic=True, session=self._session(model))
                 failure = analyze_hooks(world, self.user_files)
             result.names = world.names
+            if failure is not None and _SYMBOLIC_ONLY.search(str(failure.exc)):
+                # An op that takes a plain bool or int got a symbolic one (`is_causal` from
+                # a size comparison): a run with these sizes as numbers decides.
+                concrete = World(model, plan, hints, symbolic=False, session=self._session(model))
+                if run_direct(concrete) is None:
+                    failure = None
             if failure is None:
                 result.ok = True
                 return result
@@ -1103,7 +1187,37 @@ _SYMBOLIC_LIMIT = re.compile(
     r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)|"
     r"must be bool, not SymBool"
 )
+#: A symbolic size where an op takes a number: the symbolic run's limit, not the model's.
+_SYMBOLIC_ONLY = re.compile(r"must be \w+, not Sym(?:Bool|Int|Float)")
 _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
+
+
+def _failure_key(
+    exc: BaseException, plan: InputPlan, hints: dict[str, int], user_files: set[str]
+) -> tuple[Any, ...] | None:
+    """What identifies a first run's failure across the models of a file: the error, the
+    user line that raised it, and the inputs (None without a user line)."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in user_files:
+            line = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if line is None:
+        return None
+    inputs = tuple((tuple(spec.dims), spec.dtype) for spec in plan.specs)
+    return (type(exc), str(exc), line, inputs, plan.packed, tuple(sorted(hints.items())))
+
+
+def _undecided(result: PlanResult) -> bool:
+    """An analysis that ended without a finding or a pass, for a reason that is not about
+    the input's number of dimensions."""
+    return (
+        not result.ok
+        and result.code is None
+        and result.reason is not None
+        and not (result.rank_error)
+    )
 
 
 def _with_described(found: list[InputPlan], described: InputPlan) -> list[InputPlan]:

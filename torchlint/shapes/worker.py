@@ -62,6 +62,8 @@ MEMORY_MB = int(os.environ.get("TORCHLINT_SHAPES_MEMORY_MB", "4096"))
 _GRACE = 5.0
 #: Most children checking files at once (each on a core of its own).
 _MAX_CHILDREN = 4
+#: The share of a file's time limit that one model's check may take (CPU time).
+_MODEL_SHARE = 0.25
 
 _WARM_PATH = "/__torchlint_warmup__/torchlint_warm_model.py"
 _WARM_SOURCE = """
@@ -155,15 +157,17 @@ def check_one(
 def check_job(
     job: dict[str, Any], project: Project, timeout: float | None = None
 ) -> dict[str, Any]:
-    # Stop starting new models a little before the hard limit, to keep what was found.
+    # Stop starting new models a little before the hard limit, to keep what was found; and
+    # stop one model that would take most of the file's time (its siblings are checked).
     deadline = time.monotonic() + 0.75 * timeout if timeout else None
+    budget = _MODEL_SHARE * timeout if timeout else None
     if job.get("table"):
         # Shape insight: the same checks, and a per-layer table of each model checked.
         from torchlint.shapes.table import TableChecker
 
-        checker = TableChecker(project, project.texts, deadline=deadline)
+        checker = TableChecker(project, project.texts, deadline=deadline, model_budget=budget)
     else:
-        checker = FileChecker(project, project.texts, deadline=deadline)
+        checker = FileChecker(project, project.texts, deadline=deadline, model_budget=budget)
     findings = checker.check_job(job)
     result = {"findings": findings, "models": checker.stats.models, "stubbed": project.stubbed}
     result.update(pending=checker.pending, covered=checker.covered_classes())

@@ -1,0 +1,206 @@
+"""Models of one file that hold the same base model: a head takes over what the analysis
+of another found (sizes that pass, or a failure that is not a shape error) and still
+reports its own bugs; one model's check stops at its time budget, the file's others are
+kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchlint.shapes import check_files
+from torchlint.shapes.build import _shallow
+
+# The base model's conv needs 300 samples: the first guess fails, the analysis solves for
+# a length that passes. The second head's classifier reads the wrong number of features.
+HEADS = """
+from dataclasses import dataclass
+
+import torch.nn as nn
+
+
+@dataclass
+class TinyConfig:
+    channels: int = 8
+    hidden: int = 16
+    labels: int = 3
+
+
+class TinyModel(nn.Module):
+    def __init__(self, config: TinyConfig):
+        super().__init__()
+        self.conv = nn.Conv1d(1, config.channels, kernel_size=300, stride=100)
+        self.proj = nn.Linear(config.channels, config.hidden)
+
+    def forward(self, waveform):
+        features = self.conv(waveform.unsqueeze(1)).transpose(1, 2)
+        return self.proj(features)
+
+
+class TinyForClassification(nn.Module):
+    def __init__(self, config: TinyConfig):
+        super().__init__()
+        self.model = TinyModel(config)
+        self.classifier = nn.Linear(config.hidden, config.labels)
+
+    def forward(self, waveform):
+        return self.classifier(self.model(waveform).mean(1))
+
+
+class TinyForPooledClassification(nn.Module):
+    def __init__(self, config: TinyConfig):
+        super().__init__()
+        self.model = TinyModel(config)
+        self.classifier = nn.Linear(config.hidden, config.labels)
+
+    def forward(self, waveform):
+        return self.classifier(self.model(waveform).amax(1))
+
+
+class TinyForFrameClassification(nn.Module):
+    def __init__(self, config: TinyConfig):
+        super().__init__()
+        self.model = TinyModel(config)
+        self.classifier = nn.Linear(config.hidden * 2, config.labels)  # bug: hidden
+
+    def forward(self, waveform):
+        return self.classifier(self.model(waveform))
+"""
+
+# The base model stops every forward with an error that is not about shapes.
+FAILING = """
+from dataclasses import dataclass
+
+import torch.nn as nn
+
+
+@dataclass
+class StreamConfig:
+    hidden: int = 16
+
+
+class StreamModel(nn.Module):
+    def __init__(self, config: StreamConfig):
+        super().__init__()
+        self.proj = nn.Linear(config.hidden, config.hidden)
+        self.state = None
+
+    def forward(self, features):
+        hidden = self.proj(features)
+        return hidden + self.state.mean()
+
+
+class StreamForTagging(nn.Module):
+    def __init__(self, config: StreamConfig):
+        super().__init__()
+        self.model = StreamModel(config)
+        self.tagger = nn.Linear(config.hidden, 4)
+
+    def forward(self, features):
+        return self.tagger(self.model(features))
+
+
+class StreamForScoring(nn.Module):
+    def __init__(self, config: StreamConfig):
+        super().__init__()
+        self.model = StreamModel(config)
+        self.score = nn.Linear(config.hidden, 1)
+
+    def forward(self, features):
+        return self.score(self.model(features))
+"""
+
+# One model spins far past its budget: it alone is reported, not the whole file.
+SLOW = """
+import torch.nn as nn
+
+
+class Quick(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Spinning(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        for _ in range(10**9):
+            x = self.fc(x)
+        return x
+"""
+
+
+def _check(tmp_path: Path, name: str, text: str, **options: Any) -> tuple[list, dict]:
+    path = tmp_path / name
+    path.write_text(text)
+    stats: dict[str, list[dict[str, Any]]] = {}
+    found = check_files([(str(path), text)], stats=stats, **options)
+    records = {r["model"]: r for r in stats.get(str(path), [])}
+    return found.get(str(path), []), records
+
+
+def test_a_head_reuses_the_sizes_found_and_keeps_its_own_bug(tmp_path: Path) -> None:
+    found, records = _check(tmp_path, "heads.py", HEADS)
+    assert [(d.code, d.line) for d in found if d.code != "TL690"] == [("TL601", 49)]
+    assert records["TinyForClassification"]["result"] == "ok"
+    assert records["TinyForPooledClassification"]["result"] == "ok"
+    assert records["TinyForPooledClassification"].get("reused") == "sizes"
+    assert records["TinyForFrameClassification"]["result"] == "finding"
+
+
+def test_a_head_reuses_a_failure_that_is_not_about_shapes(tmp_path: Path) -> None:
+    found, records = _check(tmp_path, "stream.py", FAILING)
+    skipped = {d.line: d.message for d in found if d.code == "TL690"}
+    assert [d.code for d in found if d.code != "TL690"] == []
+    tagging, scoring = skipped[23], skipped[33]
+    assert "forward pass failed at line 20" in tagging
+    assert tagging.split(" skipped: ")[1] == scoring.split(" skipped: ")[1]
+    assert records["StreamForScoring"].get("reused") == "failure"
+
+
+def test_a_model_past_its_budget_is_skipped_alone(tmp_path: Path) -> None:
+    found, records = _check(tmp_path, "slow.py", SLOW, timeout=12.0)
+    reasons = [d.message for d in found if d.code == "TL690"]
+    assert len(reasons) == 1 and "Spinning" in reasons[0] and "time budget" in reasons[0]
+    assert records["Quick"]["result"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("kinds", "expected"),
+    [
+        (["full_attention"] * 8, ["full_attention", "full_attention"]),
+        (
+            ["sliding_attention"] * 5 + ["full_attention"] * 3,
+            ["sliding_attention", "full_attention"],
+        ),
+    ],
+)
+def test_per_layer_kinds_are_cut_with_the_layer_count(
+    kinds: list[str], expected: list[str]
+) -> None:
+    class Config:
+        def __init__(self) -> None:
+            self.num_hidden_layers = 8
+            self.layer_types = list(kinds)
+
+    config = _shallow(Config())
+    assert (config.num_hidden_layers, config.layer_types) == (2, expected)
+
+
+def test_per_stage_sizes_keep_the_layer_count() -> None:
+    class Config:
+        def __init__(self) -> None:
+            self.num_hidden_layers = 4
+            self.hidden_sizes = [96, 192, 384, 768]
+            self.layer_types = ["a", "b", "c", "d"]
+
+    config = _shallow(Config())
+    assert (config.num_hidden_layers, len(config.layer_types)) == (4, 4)
