@@ -58,6 +58,14 @@ def dotted(node: ast.AST | None) -> str | None:
     return None
 
 
+def self_path(node: ast.AST | None) -> str | None:
+    """`b.c` for `self.b.c` (a submodule's path as `get_submodule` takes it), else None."""
+    name = dotted(node)
+    if name is None or not name.startswith("self."):
+        return None
+    return name[len("self.") :]
+
+
 def walk_statements(tree: ast.AST) -> Iterator[ast.AST]:
     """`ast.walk` restricted to statements (and the handlers and cases that hold them), in the
     same order: a statement never lies inside an expression, so the rest need no visit."""

@@ -15,6 +15,7 @@ import ast
 import torch
 from torch import nn
 
+from torchlint.shapes.astutil import self_path
 from torchlint.shapes.infer import forward_function, forward_params
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
 
@@ -64,14 +65,9 @@ def transformer_mask_plans(
 
 
 def _layer(model: nn.Module, func: ast.expr) -> nn.Module | None:
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not (isinstance(func, ast.Name) and func.id == "self" and parts):
-        return None
+    path = self_path(func)
     try:
-        layer = model.get_submodule(".".join(reversed(parts)))
+        layer = model.get_submodule(path) if path else None
     except AttributeError:
         return None
     return layer if type(layer) in _SLOTS else None

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import fx, nn
 
-from torchlint.shapes.astutil import function_source
+from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
 
@@ -413,7 +413,7 @@ def infer_from_source(
                 pending.append((end, target.id, _derived(node.value, names), reshaped))
         if not isinstance(node, ast.Call):
             continue
-        target = _self_attribute(node.func)
+        target = self_path(node.func)
         if target is None and isinstance(node.func, ast.Name):
             target = loops.get(node.func.id)
         if target is None and (_super_forward(node.func) or _own_functional(node.func, model)):
@@ -515,7 +515,7 @@ def _helper_reshapes(node: ast.AST, model: nn.Module) -> bool:
     """
     if not isinstance(node, ast.Call):
         return False
-    name = _self_attribute(node.func)
+    name = self_path(node.func)
     method = getattr(type(model), name, None) if name and "." not in name else None
     if not inspect.isfunction(method):
         return False
@@ -540,7 +540,7 @@ def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
         and len(target.elts) == 2
     ):
         iterable, target = iterable.args[0], target.elts[1]
-    container = _self_attribute(iterable)
+    container = self_path(iterable)
     if container is not None and isinstance(target, ast.Name):
         loops[target.id] = f"{container}.0"
 
@@ -691,16 +691,6 @@ def _own_functional(func: ast.AST, model: nn.Module) -> bool:
         return False
     wanted = name.rsplit(".", 1)[-1]
     return any(isinstance(model, layer) and wanted == fn for layer, fn in _FUNCTIONALS)
-
-
-def _self_attribute(func: ast.AST) -> str | None:
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if isinstance(func, ast.Name) and func.id == "self" and parts:
-        return ".".join(reversed(parts))
-    return None
 
 
 # -- inference from the input's name ----------------------------------------------------------

@@ -14,6 +14,7 @@ import ast
 import torch
 from torch import nn
 
+from torchlint.shapes.astutil import self_path
 from torchlint.shapes.infer import forward_function, forward_params
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
 
@@ -44,14 +45,9 @@ def state_plans(
 
 def _recurrent_layer(model: nn.Module, func: ast.expr) -> nn.RNNBase | None:
     """The nn.RNN/GRU/LSTM that `self.rnn` (or `self.encoder.rnn`) names."""
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if not (isinstance(func, ast.Name) and func.id == "self" and parts):
-        return None
+    path = self_path(func)
     try:
-        layer = model.get_submodule(".".join(reversed(parts)))
+        layer = model.get_submodule(path) if path else None
     except AttributeError:
         return None
     return layer if isinstance(layer, nn.RNNBase) else None
