@@ -28,6 +28,21 @@ def loss_fn(logits, y):
     return F.cross_entropy(logits, y)
 """
 
+#: A model whose constructor never returns: for the tests of the shape checks' time limit.
+SPINNING_MODEL = """\
+import torch.nn as nn
+
+
+class Spin(nn.Module):
+    def __init__(self):
+        super().__init__()
+        while True:
+            pass
+
+    def forward(self, x):
+        return x
+"""
+
 
 def run_cli(
     *args: str,

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("torch", reason="shape checks (TL6xx) need torch installed")
 
+from tests.conftest import SPINNING_MODEL
 from tests.fixture_expectations import expected_pairs
 from torchlint.shapes import check_files
 
@@ -186,19 +187,7 @@ def test_no_code_of_the_user_script_runs(
 
 
 def test_timeout_and_crash_become_tl690_and_the_run_goes_on(tmp_path: Path) -> None:
-    slow = """
-import torch.nn as nn
-
-
-class Slow(nn.Module):
-    def __init__(self):
-        super().__init__()
-        while True:
-            pass
-
-    def forward(self, x):
-        return x
-"""
+    slow = SPINNING_MODEL.replace("Spin", "Slow")
     crash = """
 import ctypes
 

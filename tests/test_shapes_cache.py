@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import SPINNING_MODEL, run_cli
 from torchlint.cache import ResultCache
 from torchlint.diagnostic import Diagnostic
 from torchlint.shapes import UNFINISHED
@@ -255,26 +255,11 @@ def test_libraries_beside_the_package_are_not_project_files(tmp_path: Path) -> N
     assert found == [str(scripts / "helper.py")]
 
 
-SPIN = """\
-import torch.nn as nn
-
-
-class Spin(nn.Module):
-    def __init__(self):
-        super().__init__()
-        while True:
-            pass
-
-    def forward(self, x):
-        return x
-"""
-
-
 def test_a_time_out_is_kept_said_and_retried_on_request(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from tests.test_cache_stamps import _settle
 
-    (tmp_path / "spin.py").write_text(SPIN)
+    (tmp_path / "spin.py").write_text(SPINNING_MODEL)
     (tmp_path / ".torchlint_cache").mkdir()
     _settle(tmp_path)
     quick = {"TORCHLINT_SHAPES_TIMEOUT": "1"}
