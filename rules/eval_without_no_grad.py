@@ -297,7 +297,7 @@ class EvalWithoutNoGrad(Rule):
             (
                 index.order(node)
                 for node in index.nodes
-                if isinstance(node, cst.Name) and node.value in ("requires_grad", "requires_grad_")
+                if type(node) is cst.Name and node.value in ("requires_grad", "requires_grad_")
             ),
             default=None,
         )

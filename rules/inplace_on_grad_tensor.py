@@ -359,13 +359,16 @@ class InplaceOnGradTensor(Rule):
         return False
 
 
+_SCOPE_TYPES = (cst.Module, cst.ClassDef, cst.FunctionDef)
+
+
 def _scopes(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, ...]:
     """The module, classes and functions around a node, outermost first."""
-    return tuple(n for n in ancestors if isinstance(n, (cst.Module, cst.ClassDef, cst.FunctionDef)))
+    return tuple(n for n in ancestors if type(n) in _SCOPE_TYPES)  # exact: ABCs are slow
 
 
 def _in_lambda(ancestors: Sequence[cst.CSTNode]) -> bool:
-    return any(isinstance(n, cst.Lambda) for n in ancestors)
+    return any(type(n) is cst.Lambda for n in ancestors)
 
 
 def _message(change: InPlace, text: str, binding: Binding) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +81,61 @@ def layout_edit(rng: random.Random, text: str) -> str:
     return "\n".join(lines)
 
 
-def check_edits(path: Path, seed: int, steps: int, code_edits: float) -> int:
+def body_edit(rng: random.Random, text: str) -> str:
+    """`text` after an edit of code inside an indented block, as typed while working on one
+    function: a digit in a number, a name retyped, a line deleted, duplicated, or a new
+    statement, comment or blank line inserted."""
+    lines = text.split("\n")
+    inside = [i for i, line in enumerate(lines) if line.startswith("    ") and line.strip()]
+    if not inside:
+        return random_edit(rng, text)
+    at = rng.choice(inside)
+    line = lines[at]
+    indent = line[: len(line) - len(line.lstrip())]
+    kind = rng.random()
+    numbers = list(re.finditer(r"\b\d+(\.\d+)?\b", line))
+    names = list(re.finditer(r"\b[A-Za-z_]\w*\b", line))
+    if kind < 0.25 and numbers:
+        end = rng.choice(numbers).end()
+        lines[at] = line[:end] + str(rng.randrange(10)) + line[end:]
+    elif kind < 0.45 and names:
+        found = rng.choice(names)
+        other = rng.choice([m.group() for m in names] + ["model", "loss", "x", "device"])
+        lines[at] = line[: found.start()] + other + line[found.end() :]
+    elif kind < 0.6:
+        del lines[at]
+    elif kind < 0.7:
+        lines.insert(at, line)
+    elif kind < 0.9:
+        statement = rng.choice(
+            [
+                "x = x.to(device)",
+                "loss.backward()",
+                "optimizer.zero_grad()",
+                "model.eval()",
+                "total = total + loss",
+                "return x",
+                "# note",
+                "",
+            ]
+        )
+        lines.insert(at, indent + statement if statement else "")
+    else:
+        lines[at] = line + "  # note"
+    return "\n".join(lines)
+
+
+def check_edits(
+    path: Path,
+    seed: int,
+    steps: int,
+    code_edits: float,
+    code_edit: Callable[[random.Random, str], str] = random_edit,
+) -> int:
     """Edit `path`'s text `steps` times, linting each version as the server does (from the
     last one that parsed); each must give the full lint's findings. Returns how many
-    versions had their findings carried over."""
+    versions had their findings carried over. `code_edits` of the edits are `code_edit`s,
+    the others edits of layout."""
     rng = random.Random(f"{path.name}:{seed}")
     text = path.read_text(encoding="utf-8")
     linted = lint_document(None, path.name, text, ROOT, "utf-16")
@@ -98,7 +150,7 @@ def check_edits(path: Path, seed: int, steps: int, code_edits: float) -> int:
     app.carried = carried  # type: ignore[assignment]
     try:
         for _ in range(steps):
-            edit = random_edit if rng.random() < code_edits else layout_edit
+            edit = code_edit if rng.random() < code_edits else layout_edit
             new = edit(rng, text)
             linted = lint_document(None, path.name, new, ROOT, "utf-16", previous)
             settings = linted.settings
@@ -116,6 +168,12 @@ def check_edits(path: Path, seed: int, steps: int, code_edits: float) -> int:
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.stem)
 def test_edits_of_real_files_lint_as_a_full_lint(path: Path) -> None:
     check_edits(path, seed=1, steps=6, code_edits=0.3)
+
+
+@pytest.mark.parametrize("path", REAL_FILES[::2], ids=lambda p: p.stem)
+def test_edits_inside_functions_lint_as_a_full_lint(path: Path) -> None:
+    """Code typed, lines inserted and deleted inside function bodies, one after another."""
+    check_edits(path, seed=3, steps=8, code_edits=0.8, code_edit=body_edit)
 
 
 def test_most_edits_of_layout_are_carried_over() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -315,19 +315,20 @@ def _block_statements(body: cst.BaseSuite) -> list[cst.BaseStatement]:
     return []
 
 
-def iter_scope_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def iter_scope_nodes(scope: cst.CSTNode) -> Sequence[cst.CSTNode]:
     """Nodes inside `scope` in source order, not entering nested functions/classes/lambdas."""
     entry = index_entry(scope)
     if entry is not None:
-        yield from entry[0].scope_nodes(entry[1], _SCOPE_TYPES)
-        return
+        return entry[0].scope_nodes(entry[1], _SCOPE_TYPES)  # read off the index, kept
+    found = []
     stack = iter_children(scope)[::-1]
     while stack:
         node = stack.pop()
-        yield node
+        found.append(node)
         if isinstance(node, _SCOPES):
             continue
         stack.extend(reversed(iter_children(node)))
+    return found
 
 
 def iter_assignments(scope: cst.CSTNode) -> Iterator[tuple[str, cst.BaseExpression]]:

@@ -153,26 +153,22 @@ def run_rules(
         rule = rule_class(context)
         for kind, table in (("visit", visitors), ("leave", leavers)):
             for type_name, method_name in rule_class.callbacks()[kind]:
-                method = getattr(rule, method_name)
-                table.setdefault(type_name, []).append(_guarded(rule_class, method, crashes))
-    walk(context.module, visitors, leavers, context.ancestors)
+                table.setdefault(type_name, []).append(getattr(rule, method_name))
+
+    def failed(
+        callback: Callable[[cst.CSTNode], object], node: cst.CSTNode, exc: Exception
+    ) -> None:
+        # A rule bug must not cost the other rules' results: the rule stops, the walk goes on.
+        rule = getattr(callback, "__self__", None)
+        if not isinstance(rule, Rule):
+            raise exc
+        crashes[type(rule)] = (node, exc)
+        for table in (visitors, leavers):
+            for callbacks in table.values():
+                callbacks[:] = [c for c in callbacks if getattr(c, "__self__", None) is not rule]
+
+    walk(context.module, visitors, leavers, context.ancestors, failed)
     return crashes
-
-
-def _guarded(
-    rule_class: type[Rule],
-    method: Callable[[cst.CSTNode], object],
-    crashes: dict[type[Rule], tuple[cst.CSTNode, BaseException]],
-) -> Callable[[cst.CSTNode], object]:
-    def call(node: cst.CSTNode) -> None:
-        if rule_class in crashes:
-            return
-        try:
-            method(node)
-        except Exception as exc:  # a rule bug must not cost the other rules' results
-            crashes[rule_class] = (node, exc)
-
-    return call
 
 
 def located(

@@ -30,6 +30,8 @@ def dotted_name(expr: cst.BaseExpression | cst.Attribute | cst.Name | None) -> s
 
 def canonical(qualified: str) -> str:
     """Fold re-exports into the public spelling users write (`torch.nn.X`)."""
+    if "torch.nn.modules." not in qualified:
+        return qualified
     return _NN_SUBMODULE.sub("torch.nn.", qualified)
 
 
@@ -42,8 +44,12 @@ class ImportMap:
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        #: `resolve`'s answers by the expression's id, until an import is added: rules ask
+        #: about the same calls' functions many times.
+        self._resolved: dict[int, tuple[cst.BaseExpression, str | None]] = {}
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        self._resolved.clear()
         if isinstance(node, cst.Import):
             for alias in node.names:
                 full = _module_name(alias.name)
@@ -69,14 +75,20 @@ class ImportMap:
 
     def resolve(self, expr: cst.BaseExpression | None) -> str | None:
         """The canonical dotted name `expr` refers to, or None when it is not imported."""
+        if expr is None:
+            return None
+        known = self._resolved.get(id(expr))
+        if known is not None and known[0] is expr:
+            return known[1]
+        found = None
         name = dotted_name(expr)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        base = self.aliases.get(head)
-        if base is None:
-            return None
-        return canonical(f"{base}.{rest}" if rest else base)
+        if name is not None:
+            head, _, rest = name.partition(".")
+            base = self.aliases.get(head)
+            if base is not None:
+                found = canonical(f"{base}.{rest}" if rest else base)
+        self._resolved[id(expr)] = (expr, found)
+        return found
 
 
 def top_level_imports(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:

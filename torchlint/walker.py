@@ -257,6 +257,9 @@ def index_entry(node: cst.CSTNode) -> tuple[TreeIndex, int] | None:
 
 
 Callback = Callable[[cst.CSTNode], object]
+#: Told of a callback that raised (the callback, the node, the exception); it may take
+#: callbacks out of the tables, which the walk reads again from the next node on.
+Failed = Callable[[Callback, cst.CSTNode, Exception], None]
 # Marks, on the walk's stack, where the node on top of `ancestors` is left.
 _LEAVE = object()
 
@@ -266,26 +269,27 @@ def walk(
     visitors: dict[str, Sequence[Callback]],
     leavers: dict[str, Sequence[Callback]],
     ancestors: list[cst.CSTNode],
+    failed: Failed | None = None,
 ) -> None:
     """Depth-first walk calling `visitors[TypeName]` on entry and `leavers[TypeName]` on exit.
 
     `ancestors` is kept current (root first, the visited node's parent last) so callbacks
-    can look upward without a parent-pointer pass.
+    can look upward without a parent-pointer pass. A callback that raises stops the walk,
+    unless `failed` is given: then it is told, and the walk goes on.
     """
+    calls = _Calls(visitors, leavers, failed)
     entry = index_entry(root)
     if entry is not None:
-        _walk_indexed(*entry, visitors, leavers, ancestors)
+        _walk_indexed(*entry, calls, ancestors)
         return
     stack: list[object] = [root]
     while stack:
         node = stack.pop()
         if node is _LEAVE:
             node = ancestors.pop()
-            for callback in leavers.get(type(node).__name__, ()):
-                callback(node)
+            calls.leave(node)  # type: ignore[arg-type]
             continue
-        for callback in visitors.get(type(node).__name__, ()):
-            callback(node)  # type: ignore[arg-type]
+        calls.visit(node)  # type: ignore[arg-type]
         ancestors.append(node)  # type: ignore[arg-type]
         stack.append(_LEAVE)
         children = iter_children(node)  # type: ignore[arg-type]
@@ -294,29 +298,83 @@ def walk(
             stack.extend(children)
 
 
+class _Calls:
+    """The callbacks of a walk by node type (not by type name: no `__name__` per node)."""
+
+    def __init__(
+        self,
+        visitors: dict[str, Sequence[Callback]],
+        leavers: dict[str, Sequence[Callback]],
+        failed: Failed | None,
+    ) -> None:
+        self._tables = (visitors, leavers)
+        self._failed = failed
+        #: Visit and leave callbacks by node type, filled as types are met.
+        self.by_type: tuple[dict[type, Sequence[Callback]], ...] = ({}, {})
+
+    def visit(self, node: cst.CSTNode) -> None:
+        callbacks = self.by_type[0].get(type(node))
+        if callbacks is None:
+            callbacks = self.callbacks(0, type(node))
+        for callback in callbacks:
+            try:
+                callback(node)
+            except Exception as exc:
+                self.fail(callback, node, exc)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        callbacks = self.by_type[1].get(type(node))
+        if callbacks is None:
+            callbacks = self.callbacks(1, type(node))
+        for callback in callbacks:
+            try:
+                callback(node)
+            except Exception as exc:
+                self.fail(callback, node, exc)
+
+    def callbacks(self, which: int, kind: type) -> Sequence[Callback]:
+        found = self.by_type[which][kind] = tuple(self._tables[which].get(kind.__name__, ()))
+        return found
+
+    def fail(self, callback: Callback, node: cst.CSTNode, exc: Exception) -> None:
+        if self._failed is None:
+            raise exc
+        self._failed(callback, node, exc)
+        for known in self.by_type:  # the tables may have changed
+            known.clear()
+
+
 def _walk_indexed(
-    index: TreeIndex,
-    position: int,
-    visitors: dict[str, Sequence[Callback]],
-    leavers: dict[str, Sequence[Callback]],
-    ancestors: list[cst.CSTNode],
+    index: TreeIndex, position: int, calls: _Calls, ancestors: list[cst.CSTNode]
 ) -> None:
     """`walk` over an indexed tree: its source order, each subtree left where it ends."""
     order, ends = index.order, index.ends
+    visiting, leaving = calls.by_type
     closing: list[int] = []  # where each node on `ancestors` (of this walk) is left
+    # `_Calls.visit` and `.leave` written out: this loop runs for every node of the file.
     for current in range(position, ends[position]):
         while closing and closing[-1] <= current:
             closing.pop()
             node = ancestors.pop()
-            for callback in leavers.get(type(node).__name__, ()):
-                callback(node)
+            callbacks = leaving.get(type(node))
+            if callbacks is None:
+                callbacks = calls.callbacks(1, type(node))
+            for callback in callbacks:
+                try:
+                    callback(node)
+                except Exception as exc:
+                    calls.fail(callback, node, exc)
         node = order[current]
-        for callback in visitors.get(type(node).__name__, ()):
-            callback(node)
+        callbacks = visiting.get(type(node))
+        if callbacks is None:
+            callbacks = calls.callbacks(0, type(node))
+        for callback in callbacks:
+            try:
+                callback(node)
+            except Exception as exc:
+                calls.fail(callback, node, exc)
         ancestors.append(node)
         closing.append(ends[current])
     while closing:
         closing.pop()
-        node = ancestors.pop()
-        for callback in leavers.get(type(node).__name__, ()):
-            callback(node)
+        calls.leave(ancestors.pop())

@@ -120,17 +120,20 @@ class Bindings:
         self._indexes: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
         self._globals: frozenset[str] | None = None
         self._augmented: dict[int, cst.BinaryOperation] = {}
+        self._functions: dict[str, cst.FunctionDef] | None = None
 
     def top_level_function(self, name: str) -> cst.FunctionDef | None:
         """The module-level `def name` when it is the name's only top-level binding."""
         values = self.index(self.context.module).get(name, _MISSING)
         if len(values) != 1 or values[0] is not None:
             return None
-        found = None
-        for stmt in self.context.module.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-                found = stmt
-        return found
+        if self._functions is None:  # asked for each call a rule follows: looked up once
+            self._functions = {
+                stmt.name.value: stmt
+                for stmt in self.context.module.body
+                if isinstance(stmt, cst.FunctionDef)
+            }
+        return self._functions.get(name)
 
     def where(self, path: tuple[cst.CSTNode, ...]) -> Where:
         """The evaluation point at the end of `path` (module first, the expression last)."""

@@ -411,7 +411,7 @@ def _device_state(context: FileContext, classdef: cst.ClassDef) -> DeviceState:
         if name.count(".") != 1:
             continue
         for value in values:
-            if not isinstance(value, cst.Call):
+            if type(value) is not cst.Call:  # exact type: isinstance on ABCs is slow
                 continue
             qualified = context.call_name(value) or ""
             last = qualified.rsplit(".", 1)[-1]
@@ -437,7 +437,7 @@ def _device_state(context: FileContext, classdef: cst.ClassDef) -> DeviceState:
             continue
         for node in iter_scope_nodes(function):
             if (
-                isinstance(node, cst.Call)
+                type(node) is cst.Call
                 and method_name(node) in ("register_buffer", "register_parameter")
                 and isinstance(node.func, cst.Attribute)
                 and isinstance(node.func.value, cst.Name)

@@ -266,11 +266,12 @@ def names_in(expr: cst.CSTNode) -> set[str]:
     stack: list[cst.CSTNode] = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.Name, cst.Attribute)):
+        kind = type(node)  # exact types: isinstance on LibCST's ABCs is slow on a miss
+        if kind is cst.Name or kind is cst.Attribute:
             name = dotted_name(node)
             if name is not None:
                 found.add(name)
-                if isinstance(node, cst.Name):
+                if kind is cst.Name:
                     continue
         stack.extend(iter_children(node))
     return found
@@ -381,7 +382,7 @@ class ScopeIndex:
         """Every loop whose body `node` is in, innermost first."""
         found = []
         for child, parent in self.chain(node):
-            if isinstance(parent, LOOPS) and child is parent.body:
+            if type(parent) in LOOPS and child is parent.body:  # exact types: ABCs are slow
                 found.append(parent)
         return found
 

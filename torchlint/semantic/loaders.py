@@ -118,16 +118,31 @@ def batch_move(context: FileContext) -> tuple[cst.FunctionDef, cst.Call] | None:
 
 def batch_move_in(context: FileContext, function: cst.FunctionDef) -> cst.Call | None:
     """`x.to(device)` of a loop target in a loop over a loader of `function`, if any."""
+    known = context.shared(_BatchMovesIn)  # asked per function, and by `batch_move`
+    found = known.get(id(function))
+    if found is None or found[0] is not function:
+        found = known[id(function)] = (function, _batch_move_in(context, function))
+    return found[1]
+
+
+class _BatchMovesIn(dict[int, tuple[cst.FunctionDef, "cst.Call | None"]]):
+    """`batch_move_in` of each function asked about, by the function's id."""
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__()
+
+
+def _batch_move_in(context: FileContext, function: cst.FunctionDef) -> cst.Call | None:
     for loop in iter_scope_nodes(function):
-        if not isinstance(loop, cst.For) or not _is_loader_like(loop.iter):
+        if type(loop) is not cst.For or not _is_loader_like(loop.iter):
             continue
         targets = set(target_names(loop.target))
         body = iter_descendants(loop.body)
         for index, node in enumerate(body):
             if (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and isinstance(node.func.value, cst.Name)
+                type(node) is cst.Call  # exact types: isinstance on LibCST's ABCs is slow
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
                 and node.func.value.value in targets
                 and move_kind(context, node) == "device"
                 and device_argument(context, node) is not None

@@ -101,6 +101,10 @@ class ModelState:
     explicit_train: bool = False
 
 
+#: The nodes that can change a model's mode or rebind it (`state_at`).
+_STATE_NODES = frozenset({cst.Assign, cst.AnnAssign, cst.For, cst.With, cst.Call})
+
+
 def mode_layer_classes(context: FileContext) -> frozenset[str]:
     """Same-file nn.Module classes that contain dropout / batch norm (through their own
     layers, same-file submodules or base classes)."""
@@ -191,6 +195,8 @@ class ModeTracker:
         state = start if start is not None else ModelState()
         index = self.index
         for node in index.nodes[:position]:
+            if type(node) not in _STATE_NODES:  # exact types: isinstance on ABCs is slow
+                continue
             if isinstance(node, (cst.Assign, cst.AnnAssign)):
                 targets = (
                     [t.target for t in node.targets]
