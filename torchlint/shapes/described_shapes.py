@@ -74,9 +74,29 @@ def unpacked_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
                 return None
             label = f"the input ({', '.join(targets)}) that forward unpacks"
             return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
-        if name in {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}:
+        if _reads_more_than_placement(statement, name):
             return None  # read otherwise first
     return None
+
+
+#: Attributes that tell where a tensor lives and what it holds, not its sizes.
+_PLACEMENT = frozenset({"device", "dtype"})
+
+
+def _reads_more_than_placement(statement: ast.stmt, name: str) -> bool:
+    """Whether a statement reads `name` for more than its device or dtype (`y.to(x.device)`,
+    `x[0].dtype` read first leave the unpacking that follows the first word on its sizes)."""
+    placement: set[int] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Attribute) and node.attr in _PLACEMENT:
+            inner = node.value.value if isinstance(node.value, ast.Subscript) else node.value
+            if _is_name(inner, name):
+                placement.add(id(inner))
+    return any(
+        _is_name(n, name) and id(n) not in placement
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name)
+    )
 
 
 #: Element-wise functions a forward may apply to an input before indexing it.
