@@ -23,6 +23,7 @@ from torch import fx, nn
 from torchlint.shapes import findings as F
 from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
+from torchlint.shapes.assumed_inputs import is_assumed
 from torchlint.shapes.attention_masks import transformer_mask_plans
 from torchlint.shapes.budget import BudgetSpent, cpu_budget
 from torchlint.shapes.build import (
@@ -701,9 +702,12 @@ class FileChecker:
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
-            if plan.source in ("config", "named") and not F.layer_sizes(result.failure.module):
+            if is_assumed(plan) or (
+                plan.source in ("config", "named") and not F.layer_sizes(result.failure.module)
+            ):
                 # Inputs sized by convention: only a sized layer that cannot take them is
-                # news; an op may well be fed something else by the real parent.
+                # news; an op may well be fed something else by the real parent. Inputs
+                # assumed to pass a layer unchanged: no failure is news.
                 record["result"] = "skipped"
                 reason = self._failure_reason(result.failure)
                 self._skip(path, line, label, f"{reason} (for {plan.label})")
@@ -747,6 +751,8 @@ class FileChecker:
         prefix: str,
         model: nn.Module | None = None,
     ) -> None:
+        if is_assumed(plan):
+            return  # a size condition of an assumed input may be the assumption's
         for failure, condition, squares, names in result.constraints:
             ctx = F.Context(label, plan, names, self.sources, where, prefix, result.hints, model)
             self.findings.append(F.constraint(failure, condition, squares, ctx))
@@ -780,6 +786,7 @@ class FileChecker:
                 or (index and transformer_mask_plans(model, names[index], per_input))
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
+                or infer_from_source(model, index, past_layers=True)
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import fx, nn
 
+from torchlint.shapes.assumed_inputs import assumed_past
 from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
@@ -370,13 +371,20 @@ def forward_params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str
 
 
 def infer_from_source(
-    model: nn.Module, index: int, depth: int = 0, seed: str | None = None
+    model: nn.Module,
+    index: int,
+    depth: int = 0,
+    seed: str | None = None,
+    past_layers: bool = False,
 ) -> list[InputPlan] | None:
     """Find the first `self.layer(x)` call on the input in forward's source (fallback).
 
     Used when tracing stops before the first layer. Custom submodules are followed into
     their own forward (through positional or keyword arguments), a few levels deep. With
-    `seed`, the input followed is that local name of forward (a loop's element).
+    `seed`, the input followed is that local name of forward (a loop's element). With
+    `past_layers`, a custom submodule whose own input tells nothing
+    (`x = self.norm(x, emb)` normalizing by groups) is taken to keep the input's shape and
+    the search goes on past it: plans found so are `assumed` (see `assumed_inputs`).
     """
     function = forward_function(model)
     if function is None:
@@ -393,6 +401,7 @@ def infer_from_source(
     # of the function body count (`if x.dim() == 3: x = x.unsqueeze(0)` may not run).
     top_level = {id(statement) for statement in function.body}
     pending: list[tuple[tuple[int, int], str, list[tuple[str, list[Any]]] | None, bool]] = []
+    passed: list[str] = []  # the custom submodules taken to keep the input's shape
     for node in _walk_in_order(function):
         position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
         for item in [p for p in pending if p[0] <= position]:
@@ -450,7 +459,7 @@ def infer_from_source(
                 shape = _invert(list(template), steps)
                 if shape is not None:
                     plans.append(InputPlan([TensorSpec(shape, dtype)]))
-            return plans or None
+            return assumed_past(plans, passed) or None
         if isinstance(module, _PASS_MODULES) and torch_forward(module):
             continue
         if torch_forward(module) or depth >= 4:
@@ -461,14 +470,37 @@ def infer_from_source(
         inner = infer_from_source(module, position, depth + 1) or infer_from_base_layer(
             module, position
         )
+        kept = _kept_as(node, function) if not inner and past_layers and not passed else None
+        if kept is not None:
+            passed.append(target)
+            if kept:
+                names[kept] = steps  # `h = self.norm(x, emb)`: h is x, taken as it was
+            continue
         if not inner or not steps:
-            return inner
+            return assumed_past(inner, passed) if inner else inner
         plans = []
         for plan in inner:
             shape = _invert(plan.specs[0].dims, steps)
             if shape is not None:
                 plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
-        return plans or None
+        return assumed_past(plans, passed) or None
+    return None
+
+
+def _kept_as(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The plain name a statement of forward's body binds to the call's result
+    (`h = self.norm(x, emb)`), "" for a call standing alone, None for a call inside an
+    expression or a statement of a branch (what follows may read something else)."""
+    for statement in function.body:
+        if isinstance(statement, ast.Expr) and statement.value is call:
+            return ""
+        if (
+            isinstance(statement, ast.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            return statement.targets[0].id
     return None
 
 
