@@ -22,10 +22,15 @@ def assumed_past(plans: list[InputPlan], passed: list[str]) -> list[InputPlan]:
     if not passed:
         return plans
     layers = ", ".join(f"self.{name}" for name in passed)
+    return assumed(plans, f"to keep its shape through {layers}")
+
+
+def assumed(plans: list[InputPlan], why: str) -> list[InputPlan]:
+    """The plans as assumed, labelled `the input [...] assumed {why}`."""
     out = []
     for plan in plans:
-        text = ", ".join(d.name or str(d.hint) for spec in plan.specs for d in spec.dims)
-        label = f"the input [{text}] assumed to keep its shape through {layers}"
+        text = "; ".join(", ".join(d.name or str(d.hint) for d in spec.dims) for spec in plan.specs)
+        label = f"the input [{text}] assumed {why}"
         out.append(InputPlan(plan.specs, ASSUMED, label, plan.packed, plan.exact))
     return out
 

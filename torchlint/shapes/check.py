@@ -23,7 +23,7 @@ from torch import fx, nn
 from torchlint.shapes import findings as F
 from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
-from torchlint.shapes.assumed_inputs import is_assumed
+from torchlint.shapes.assumed_inputs import assumed, is_assumed
 from torchlint.shapes.attention_masks import transformer_mask_plans
 from torchlint.shapes.budget import BudgetSpent, cpu_budget
 from torchlint.shapes.build import (
@@ -49,6 +49,8 @@ from torchlint.shapes.infer import (
     infer_from_source,
     leading_reshape,
     shape_free_plan,
+    unread_input_plans,
+    unused_input_plans,
 )
 from torchlint.shapes.inputs import (
     Dim,
@@ -79,6 +81,12 @@ from torchlint.shapes.siblings import mask_plans, sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 from torchlint.shapes.sweep import further_builders
+from torchlint.shapes.value_arguments import (
+    assumes_layout,
+    layout_assumed,
+    mark_layout_assumed,
+    value_arguments,
+)
 from torchlint.shapes.value_stop import ValueStop, value_stop
 
 #: Why a building block no checked model built was not checked, and what to do.
@@ -602,13 +610,18 @@ class FileChecker:
         inputs it takes by keyword beside it (`decoder_input_ids`, `pixel_values`: see
         `keyword_inputs`). The second check's result stands."""
         names = companion_inputs(model)
+        values: dict[str, str] = {}
+        if names is None:  # or its tensors alone, with the values it takes beside them
+            names, values = value_arguments(model) or (None, {})
         if names is None or (self.deadline is not None and time.monotonic() > self.deadline):
             return
         skipped = self.findings.pop()
         start = len(self.findings)
         record["result"] = "ok"
         try:
-            with fed_by_keyword(model, names):
+            with fed_by_keyword(model, names, values):
+                if assumes_layout(values):
+                    mark_layout_assumed(model)
                 self._check_model(model, label, where, spec, {}, record, prefix)
         except Exception:  # the first check's reason stands
             del self.findings[start:]
@@ -636,6 +649,8 @@ class FileChecker:
         record["path"] = "fx" if complete else "fallback"
         self._unknown_input = None
         plans = self._plans(model, graph, entry, count, spec, declared)
+        if layout_assumed(model):
+            plans = assumed(plans, "with its batch size read off the first input")
         if not plans:
             record["result"] = "skipped"
             missing = _stubbed_parts(model, self.project.stubbed)
@@ -787,6 +802,8 @@ class FileChecker:
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
                 or infer_from_source(model, index, past_layers=True)
+                or unused_input_plans(graph, index)
+                or (index < len(names) and unread_input_plans(model, names[index]))
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):

@@ -211,6 +211,53 @@ def leading_reshape(graph: fx.Graph, index: int) -> list[int] | None:
     return [d.hint for d in dims[1:]]
 
 
+def unused_input_plans(graph: fx.Graph, index: int) -> list[InputPlan] | None:
+    """A one-size plan for input `index` when the complete trace never reads it (its
+    forward uses it only on a branch this configuration does not take): any shape does."""
+    if not any(node.op == "output" for node in graph.nodes):
+        return None  # the trace stopped early: later code may read it
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if index >= len(placeholders) or placeholders[index].users:
+        return None
+    return [InputPlan([TensorSpec([Dim.free("N")], torch.float32)])]
+
+
+def unread_input_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
+    """A one-size plan for the input `name` when forward reads it only on branches that this
+    model does not take (`if self.use_extra:` with `use_extra` False): any shape does."""
+    function = forward_function(model)
+    if function is None:
+        return None
+    reads = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+    if not reads:
+        return None  # not read at all: perhaps through `locals()` or `**kwargs`
+    skipped: set[int] = set()
+    for node in ast.walk(function):
+        if not isinstance(node, ast.If):
+            continue
+        taken = _self_flag(node.test, model)
+        if taken is None:
+            continue
+        for statement in node.orelse if taken else node.body:
+            skipped.update(id(n) for n in ast.walk(statement))
+    if any(id(n) not in skipped for n in reads):
+        return None
+    return [InputPlan([TensorSpec([Dim.free("N")], torch.float32)])]
+
+
+def _self_flag(test: ast.expr, model: nn.Module) -> bool | None:
+    """The truth of a branch test `self.flag` or `not self.flag` on the model (None for any
+    other test, or an attribute that is not a plain bool or None)."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    path = self_path(test.operand if negated else test)  # type: ignore[attr-defined]
+    if path is None or "." in path:
+        return None
+    value = getattr(model, path, ...)
+    if not (value is None or isinstance(value, bool)):
+        return None
+    return (not value) if negated else bool(value)
+
+
 def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template | None:
     """Undo the reshaping ops between the input and its consumer, last one first."""
     shape = list(template)
