@@ -9,6 +9,7 @@ nn = torch.nn
 F = torch.nn.functional
 
 from torchlint.shapes.assumed_inputs import is_assumed  # noqa: E402
+from torchlint.shapes.described_shapes import sliced_plans  # noqa: E402
 from torchlint.shapes.infer import infer_from_source  # noqa: E402
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, combine  # noqa: E402
 
@@ -54,3 +55,17 @@ def test_one_assumed_input_makes_the_whole_plan_assumed() -> None:
     assumed = InputPlan([TensorSpec([Dim.free("N"), Dim.fixed(8)])], "assumed", "a label")
     [plan] = combine([[free], [assumed]])
     assert is_assumed(plan) and plan.label == "a label"
+
+
+class Sliced(nn.Module):
+    def forward(self, x, table, other):
+        table = table.to(x.device)
+        return x, table[:2, :3], other[:2], other.sum()
+
+
+def test_an_input_only_cut_with_slices_has_at_least_that_many_sizes() -> None:
+    plans = sliced_plans(Sliced(), "table")
+    assert plans is not None and is_assumed(plans[0])
+    assert len(plans[0].specs[0].dims) == 2
+    assert sliced_plans(Sliced(), "other") is None  # read otherwise too
+    assert sliced_plans(Sliced(), "x") is None

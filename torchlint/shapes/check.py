@@ -39,7 +39,12 @@ from torchlint.shapes.build import (
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
-from torchlint.shapes.described_shapes import described_plans, indexed_plans, unpacked_plans
+from torchlint.shapes.described_shapes import (
+    described_plans,
+    indexed_plans,
+    sliced_plans,
+    unpacked_plans,
+)
 from torchlint.shapes.feature_maps import image_list_plans, list_plans, tensor_list_input
 from torchlint.shapes.guess import OtherChoice, Variant, config_sizes, describe, guesses, unwrap
 from torchlint.shapes.infer import (
@@ -804,6 +809,7 @@ class FileChecker:
                 or infer_from_source(model, index, past_layers=True)
                 or unused_input_plans(graph, index)
                 or (index < len(names) and unread_input_plans(model, names[index]))
+                or (index < len(names) and sliced_plans(model, names[index]))
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):
