@@ -69,3 +69,22 @@ def test_an_input_only_cut_with_slices_has_at_least_that_many_sizes() -> None:
     assert len(plans[0].specs[0].dims) == 2
     assert sliced_plans(Sliced(), "other") is None  # read otherwise too
     assert sliced_plans(Sliced(), "x") is None
+
+
+class MaskedPool(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(12)
+
+    def forward(self, feats, mask):
+        weights = mask.float().unsqueeze(-1)
+        pooled = (feats * weights).sum(dim=1) / weights.sum(dim=1)
+        return self.norm(pooled)
+
+
+def test_a_masked_sum_over_tokens_gives_an_assumed_sequence() -> None:
+    assert infer_from_source(MaskedPool(), 0) is None
+    plans = infer_from_source(MaskedPool(), 0, past_layers=True)
+    assert plans is not None and all(is_assumed(p) for p in plans)
+    assert [[d.name or d.hint for d in p.specs[0].dims] for p in plans] == [["N", "L", 12]]
+    assert "a product with another tensor" in plans[0].label

@@ -17,12 +17,11 @@ ASSUMED = "assumed"
 
 
 def assumed_past(plans: list[InputPlan], passed: list[str]) -> list[InputPlan]:
-    """The plans as assumed when the search went past the submodules `passed` (as found
-    otherwise)."""
+    """The plans as assumed when the search went past what `passed` names (`self.norm`, a
+    product with another tensor), as found otherwise."""
     if not passed:
         return plans
-    layers = ", ".join(f"self.{name}" for name in passed)
-    return assumed(plans, f"to keep its shape through {layers}")
+    return assumed(plans, f"to keep its shape through {', '.join(passed)}")
 
 
 def assumed(plans: list[InputPlan], why: str) -> list[InputPlan]:

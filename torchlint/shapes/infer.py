@@ -279,6 +279,14 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
         elif name in ("flatten", "view", "reshape"):
             if rank != 2:
                 return None  # only a flat [N, F] input is certain to survive these
+        elif name == "reduce":
+            # `x.sum(dim=1)` pooled a dimension away (tokens, as a rule: at most [N, L, C]).
+            if rank > 2:
+                return None
+            taken = "S" if any(d.name == "L" for d in shape) else "L"
+            shape.insert(int(args[0]) % (rank + 1), Dim.free(taken))
+        elif name == "broadcast":  # `x * mask`: taken to keep x's shape (assumed)
+            continue
         else:
             return None
     return shape
@@ -466,7 +474,8 @@ def infer_from_source(
                 # A rebinding that reshapes unknowably ends the tracking; other helpers
                 # (`x = self.pad(x)`) are taken to keep the number of dimensions.
                 reshaped = _reshapes(node.value) or _helper_reshapes(node.value, model)
-                pending.append((end, target.id, _derived(node.value, names), reshaped))
+                derived = _derived(node.value, names, past_layers)
+                pending.append((end, target.id, derived, reshaped and derived is None))
         if not isinstance(node, ast.Call):
             continue
         target = self_path(node.func)
@@ -486,10 +495,13 @@ def infer_from_source(
             ] or None
         if target is None:
             continue
-        where = _argument_slot(node, names)
+        where = _argument_slot(node, names, past_layers)
         if where is None:
             continue
         slot, steps = where
+        loose = {step[0] for step in steps} & {"broadcast", "reduce"}
+        if loose and not passed:
+            passed.append(" and ".join(_LOOSE_LABELS[step] for step in sorted(loose)))
         try:
             module = model.get_submodule(target)
         except AttributeError:
@@ -519,7 +531,7 @@ def infer_from_source(
         )
         kept = _kept_as(node, function) if not inner and past_layers and not passed else None
         if kept is not None:
-            passed.append(target)
+            passed.append(f"self.{target}")
             if kept:
                 names[kept] = steps  # `h = self.norm(x, emb)`: h is x, taken as it was
             continue
@@ -625,9 +637,15 @@ def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
 
 
 def _derived(
-    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]]
+    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]], loose: bool = False
 ) -> list[tuple[str, list[Any]]] | None:
-    """The steps from an input variable to this expression, if it only reshapes simply."""
+    """The steps from an input variable to this expression, if it only reshapes simply.
+    With `loose`, also through a product with another tensor (taken to keep the shape: a
+    `broadcast` step) and a sum or mean over one dimension (a `reduce` step)."""
+    if loose:
+        found = _loose_steps(node, names)
+        if found is not None:
+            return found
     if isinstance(node, ast.Name):
         return list(names[node.id]) if node.id in names else None
     if isinstance(node, ast.Subscript):
@@ -662,6 +680,36 @@ def _derived(
     return None
 
 
+_REDUCTIONS = frozenset({"sum", "mean"})
+_LOOSE_LABELS = {"broadcast": "a product with another tensor", "reduce": "a sum over a dimension"}
+
+
+def _loose_steps(
+    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]]
+) -> list[tuple[str, list[Any]]] | None:
+    """`_derived`'s steps through `x * m`, `x / m` (either side) and `x.sum(dim=1)`."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        left = _derived(node.left, names, loose=True)
+        right = _derived(node.right, names, loose=True)
+        if left is not None and right is not None:
+            return None
+        steps = left if left is not None else right
+        return None if steps is None else [*steps, ("broadcast", [])]
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if node.func.attr not in _REDUCTIONS:
+        return None
+    keywords = {k.arg: k.value for k in node.keywords}
+    dims = [*node.args, *([keywords.pop("dim")] if "dim" in keywords else [])]
+    if keywords or len(dims) != 1:
+        return None  # keepdim, several dimensions, or all of them
+    dim = dims[0]
+    if not (isinstance(dim, ast.Constant) and isinstance(dim.value, int)):
+        return None
+    base = _derived(node.func.value, names, loose=True)
+    return None if base is None else [*base, ("reduce", [dim.value])]
+
+
 def _dotted_name(node: ast.AST) -> str:
     return ast.unparse(node) if isinstance(node, (ast.Name, ast.Attribute)) else ""
 
@@ -685,15 +733,15 @@ def _flattens_features(call: ast.Call) -> bool:
 
 
 def _argument_slot(
-    call: ast.Call, names: dict[str, list[tuple[str, list[Any]]]]
+    call: ast.Call, names: dict[str, list[tuple[str, list[Any]]]], loose: bool = False
 ) -> tuple[int | str, list[tuple[str, list[Any]]]] | None:
     """Which argument of a call carries the input (position or keyword), and its steps."""
     for position, arg in enumerate(call.args):
-        steps = _derived(arg, names)
+        steps = _derived(arg, names, loose)
         if steps is not None:
             return position, steps
     for keyword in call.keywords:
-        steps = _derived(keyword.value, names) if keyword.arg else None
+        steps = _derived(keyword.value, names, loose) if keyword.arg else None
         if steps is not None and keyword.arg:
             return keyword.arg, steps
     return None
