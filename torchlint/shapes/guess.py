@@ -177,6 +177,10 @@ def guesses_for(
     return variants
 
 
+#: An optional head count (`num_heads`, `heads`, `n_head`), not a size per head (`dim_head`).
+_HEAD_COUNT = re.compile(r"(^|_)heads$|^n(um)?_?heads?$|^num_attention_heads$", re.I)
+
+
 def _guess_default_heads(
     parameters: list[inspect.Parameter],
     required: list[inspect.Parameter],
@@ -188,7 +192,9 @@ def _guess_default_heads(
     for param in parameters:
         if param in required or isinstance(param.default, bool):
             continue
-        if isinstance(param.default, int) and _kind(param, uses) == "heads":
+        if not _HEAD_COUNT.search(param.name) or not isinstance(param.default, int):
+            continue
+        if _kind(param, uses) == "heads":
             for index, run in enumerate(runs):
                 run[param.name] = _HEAD_COUNTS[index]
 
