@@ -613,7 +613,8 @@ class FileChecker:
     ) -> None:
         """Check a model that its first input alone did not get through once more, with the
         inputs it takes by keyword beside it (`decoder_input_ids`, `pixel_values`: see
-        `keyword_inputs`). The second check's result stands."""
+        `keyword_inputs`), or with its tensors alone when it takes values beside them (a
+        dtype, the batch size: see `value_arguments`). The second check's result stands."""
         names = companion_inputs(model)
         values: dict[str, str] = {}
         if names is None:  # or its tensors alone, with the values it takes beside them
@@ -806,15 +807,18 @@ class FileChecker:
                 or (index and transformer_mask_plans(model, names[index], per_input))
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
-                or infer_from_source(model, index, past_layers=True)
-                or unused_input_plans(graph, index)
-                or (index < len(names) and unread_input_plans(model, names[index]))
-                or (index < len(names) and sliced_plans(model, names[index]))
             )
             described = described_plans(model, names[index]) if index < len(names) else None
             if not (described or found) and index < len(names):
                 described = unpacked_plans(model, names[index]) or indexed_plans(
                     model, names[index]
+                )
+            if not (described or found):  # last: assumed, or any shape where none is read
+                found = (
+                    infer_from_source(model, index, past_layers=True)
+                    or unused_input_plans(graph, index)
+                    or (index < len(names) and unread_input_plans(model, names[index]))
+                    or (index < len(names) and sliced_plans(model, names[index]))
                 )
             if described:
                 found = _with_described(found or [], described[0])
