@@ -39,6 +39,15 @@ class Unpacking(nn.Module):
         return x.reshape(b, c * h * w) + z + t + s
 
 
+class PlacedFirst(nn.Module):
+    def forward(self, x, table, y):
+        table = table.to(x[0].device, x.dtype)
+        m = y.sum()
+        b, c, h, w = x.size()
+        k, v = y.shape
+        return x.reshape(b, c * h * w) + table + m + k + v
+
+
 def test_docstring_shapes() -> None:
     model = Documented()
     plans = described_plans(model, "hidden_states")
@@ -58,6 +67,11 @@ def test_unpacked_shapes() -> None:
     plans = unpacked_plans(model, "x")
     assert plans is not None and [d.name for d in plans[0].specs[0].dims] == ["N", "c", "H", "W"]
     assert unpacked_plans(model, "y") is None  # read before it is unpacked
+    # Reading only where the input lives (`x[0].device`, `x.dtype`) is no read of its sizes.
+    placed = PlacedFirst()
+    plans = unpacked_plans(placed, "x")
+    assert plans is not None and [d.name for d in plans[0].specs[0].dims] == ["N", "c", "H", "W"]
+    assert unpacked_plans(placed, "y") is None  # `y.sum()` reads it first
 
 
 SCRIPT = """

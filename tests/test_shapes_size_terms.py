@@ -133,3 +133,16 @@ def test_a_part_the_parent_hands_in_is_not_guessed() -> None:
     assert _guesses("def __init__(self, dim, plan=None):\n    plan = fill(plan, dim)\n") is not None
     # An argument whose attributes are read is an object, not a number.
     assert _guesses("def __init__(self, model, size):\n    self.c = model.channels\n") is None
+
+
+def test_a_default_head_count_is_guessed_with_the_widths() -> None:
+    # `heads=64` fits the real widths, not those guessed for `dim`: it is guessed too.
+    [variant] = _guesses("def __init__(self, dim, heads=64):\n    self.fc = nn.Linear(dim, dim)\n")
+    assert [run["heads"] for run in variant.runs] == [2, 4, 8]
+    # A size per head keeps its default.
+    [variant] = _guesses(
+        "def __init__(self, dim, dim_head=64):\n    self.fc = nn.Linear(dim, dim)\n"
+    )
+    assert all(run.get("dim_head", 64) == 64 for run in variant.runs)
+    # Nothing guessed: the defaults stand.
+    assert _guesses("def __init__(self, dim=32, heads=64):\n    pass\n") is None

@@ -23,6 +23,7 @@ from torch import fx, nn
 from torchlint.shapes import findings as F
 from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
+from torchlint.shapes.assumed_inputs import assumed, is_assumed
 from torchlint.shapes.attention_masks import transformer_mask_plans
 from torchlint.shapes.budget import BudgetSpent, cpu_budget
 from torchlint.shapes.build import (
@@ -38,7 +39,12 @@ from torchlint.shapes.build import (
 from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
-from torchlint.shapes.described_shapes import described_plans, indexed_plans, unpacked_plans
+from torchlint.shapes.described_shapes import (
+    described_plans,
+    indexed_plans,
+    sliced_plans,
+    unpacked_plans,
+)
 from torchlint.shapes.feature_maps import image_list_plans, list_plans, tensor_list_input
 from torchlint.shapes.guess import OtherChoice, Variant, config_sizes, describe, guesses, unwrap
 from torchlint.shapes.infer import (
@@ -48,6 +54,8 @@ from torchlint.shapes.infer import (
     infer_from_source,
     leading_reshape,
     shape_free_plan,
+    unread_input_plans,
+    unused_input_plans,
 )
 from torchlint.shapes.inputs import (
     Dim,
@@ -78,6 +86,12 @@ from torchlint.shapes.siblings import mask_plans, sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
 from torchlint.shapes.sweep import further_builders
+from torchlint.shapes.value_arguments import (
+    assumes_layout,
+    layout_assumed,
+    mark_layout_assumed,
+    value_arguments,
+)
 from torchlint.shapes.value_stop import ValueStop, value_stop
 
 #: Why a building block no checked model built was not checked, and what to do.
@@ -599,15 +613,21 @@ class FileChecker:
     ) -> None:
         """Check a model that its first input alone did not get through once more, with the
         inputs it takes by keyword beside it (`decoder_input_ids`, `pixel_values`: see
-        `keyword_inputs`). The second check's result stands."""
+        `keyword_inputs`), or with its tensors alone when it takes values beside them (a
+        dtype, the batch size: see `value_arguments`). The second check's result stands."""
         names = companion_inputs(model)
+        values: dict[str, str] = {}
+        if names is None:  # or its tensors alone, with the values it takes beside them
+            names, values = value_arguments(model) or (None, {})
         if names is None or (self.deadline is not None and time.monotonic() > self.deadline):
             return
         skipped = self.findings.pop()
         start = len(self.findings)
         record["result"] = "ok"
         try:
-            with fed_by_keyword(model, names):
+            with fed_by_keyword(model, names, values):
+                if assumes_layout(values):
+                    mark_layout_assumed(model)
                 self._check_model(model, label, where, spec, {}, record, prefix)
         except Exception:  # the first check's reason stands
             del self.findings[start:]
@@ -635,6 +655,8 @@ class FileChecker:
         record["path"] = "fx" if complete else "fallback"
         self._unknown_input = None
         plans = self._plans(model, graph, entry, count, spec, declared)
+        if layout_assumed(model):
+            plans = assumed(plans, "with its batch size read off the first input")
         if not plans:
             record["result"] = "skipped"
             missing = _stubbed_parts(model, self.project.stubbed)
@@ -701,9 +723,12 @@ class FileChecker:
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
-            if plan.source in ("config", "named") and not F.layer_sizes(result.failure.module):
+            if is_assumed(plan) or (
+                plan.source in ("config", "named") and not F.layer_sizes(result.failure.module)
+            ):
                 # Inputs sized by convention: only a sized layer that cannot take them is
-                # news; an op may well be fed something else by the real parent.
+                # news; an op may well be fed something else by the real parent. Inputs
+                # assumed to pass a layer unchanged: no failure is news.
                 record["result"] = "skipped"
                 reason = self._failure_reason(result.failure)
                 self._skip(path, line, label, f"{reason} (for {plan.label})")
@@ -747,6 +772,8 @@ class FileChecker:
         prefix: str,
         model: nn.Module | None = None,
     ) -> None:
+        if is_assumed(plan):
+            return  # a size condition of an assumed input may be the assumption's
         for failure, condition, squares, names in result.constraints:
             ctx = F.Context(label, plan, names, self.sources, where, prefix, result.hints, model)
             self.findings.append(F.constraint(failure, condition, squares, ctx))
@@ -785,6 +812,13 @@ class FileChecker:
             if not (described or found) and index < len(names):
                 described = unpacked_plans(model, names[index]) or indexed_plans(
                     model, names[index]
+                )
+            if not (described or found):  # last: assumed, or any shape where none is read
+                found = (
+                    infer_from_source(model, index, past_layers=True)
+                    or unused_input_plans(graph, index)
+                    or (index < len(names) and unread_input_plans(model, names[index]))
+                    or (index < len(names) and sliced_plans(model, names[index]))
                 )
             if described:
                 found = _with_described(found or [], described[0])

@@ -18,6 +18,7 @@ import re
 import torch
 from torch import nn
 
+from torchlint.shapes.assumed_inputs import assumed
 from torchlint.shapes.infer import forward_function
 from torchlint.shapes.inputs import HINTS, Dim, InputPlan, TensorSpec
 
@@ -74,9 +75,29 @@ def unpacked_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
                 return None
             label = f"the input ({', '.join(targets)}) that forward unpacks"
             return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
-        if name in {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}:
+        if _reads_more_than_placement(statement, name):
             return None  # read otherwise first
     return None
+
+
+#: Attributes that tell where a tensor lives and what it holds, not its sizes.
+_PLACEMENT = frozenset({"device", "dtype"})
+
+
+def _reads_more_than_placement(statement: ast.stmt, name: str) -> bool:
+    """Whether a statement reads `name` for more than its device or dtype (`y.to(x.device)`,
+    `x[0].dtype` read first leave the unpacking that follows the first word on its sizes)."""
+    placement: set[int] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Attribute) and node.attr in _PLACEMENT:
+            inner = node.value.value if isinstance(node.value, ast.Subscript) else node.value
+            if _is_name(inner, name):
+                placement.add(id(inner))
+    return any(
+        _is_name(n, name) and id(n) not in placement
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name)
+    )
 
 
 #: Element-wise functions a forward may apply to an input before indexing it.
@@ -113,6 +134,33 @@ def indexed_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
     dims = [Dim.free(n) for n in _BY_RANK[rank]]
     label = f"the input [{', '.join(_BY_RANK[rank])}] that forward indexes or permutes"
     return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
+
+
+def sliced_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
+    """An assumed plan for an input that forward only cuts with slices (`table[:h, :w]`,
+    after `table = table.to(x.device)`): at least that many dimensions, so that many free
+    sizes. More may be real, so the plan is only assumed (see `assumed_inputs`)."""
+    function = forward_function(model)
+    if function is None:
+        return None
+    cut: set[int] = set()
+    ranks: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Subscript) and _is_name(node.value, name):
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if not all(isinstance(i, ast.Slice) for i in items):
+                return None
+            cut.add(id(node.value))
+            ranks.add(len(items))
+        elif isinstance(node, ast.Assign) and _elementwise_of(node.value, name):
+            cut.add(id(node.value.func.value))  # type: ignore[attr-defined]
+    reads = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+    if not ranks or any(id(n) not in cut for n in reads if isinstance(n.ctx, ast.Load)):
+        return None
+    sizes = [f"size{i}" for i in range(max(ranks))]
+    dims = [Dim(s, _OTHER_HINT) for s in sizes]
+    plan = InputPlan([TensorSpec(dims, torch.float32)])
+    return assumed([plan], "from the slices forward cuts of it")
 
 
 #: Free sizes of an input by its number of dimensions (sequences up to three).

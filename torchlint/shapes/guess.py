@@ -165,6 +165,8 @@ def guesses_for(
             else:
                 run[param.name] = kind[index]
         sized += kind == "size"
+    if sized:
+        _guess_default_heads(parameters, required, uses, runs)
     combinations = list(itertools.product(*branches.values()))
     if len(combinations) > _MAX_VARIANTS:
         return None
@@ -173,6 +175,28 @@ def guesses_for(
         fixed = dict(zip(branches, values, strict=True))
         variants.append(Variant(fixed, [{**run, **fixed} for run in runs]))
     return variants
+
+
+#: An optional head count (`num_heads`, `heads`, `n_head`), not a size per head (`dim_head`).
+_HEAD_COUNT = re.compile(r"(^|_)heads$|^n(um)?_?heads?$|^num_attention_heads$", re.I)
+
+
+def _guess_default_heads(
+    parameters: list[inspect.Parameter],
+    required: list[inspect.Parameter],
+    uses: Uses,
+    runs: list[dict[str, Any]],
+) -> None:
+    """Give optional head counts guessed values too: a default made for the real widths
+    (`num_heads=64` beside a required `dim`) need not divide the widths guessed for it."""
+    for param in parameters:
+        if param in required or isinstance(param.default, bool):
+            continue
+        if not _HEAD_COUNT.search(param.name) or not isinstance(param.default, int):
+            continue
+        if _kind(param, uses) == "heads":
+            for index, run in enumerate(runs):
+                run[param.name] = _HEAD_COUNTS[index]
 
 
 #: Optional parameters left at None that surely are no part of the model.

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import fx, nn
 
+from torchlint.shapes.assumed_inputs import assumed_past
 from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
@@ -210,6 +211,53 @@ def leading_reshape(graph: fx.Graph, index: int) -> list[int] | None:
     return [d.hint for d in dims[1:]]
 
 
+def unused_input_plans(graph: fx.Graph, index: int) -> list[InputPlan] | None:
+    """A one-size plan for input `index` when the complete trace never reads it (its
+    forward uses it only on a branch this configuration does not take): any shape does."""
+    if not any(node.op == "output" for node in graph.nodes):
+        return None  # the trace stopped early: later code may read it
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if index >= len(placeholders) or placeholders[index].users:
+        return None
+    return [InputPlan([TensorSpec([Dim.free("N")], torch.float32)])]
+
+
+def unread_input_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
+    """A one-size plan for the input `name` when forward reads it only on branches that this
+    model does not take (`if self.use_extra:` with `use_extra` False): any shape does."""
+    function = forward_function(model)
+    if function is None:
+        return None
+    reads = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+    if not reads:
+        return None  # not read at all: perhaps through `locals()` or `**kwargs`
+    skipped: set[int] = set()
+    for node in ast.walk(function):
+        if not isinstance(node, ast.If):
+            continue
+        taken = _self_flag(node.test, model)
+        if taken is None:
+            continue
+        for statement in node.orelse if taken else node.body:
+            skipped.update(id(n) for n in ast.walk(statement))
+    if any(id(n) not in skipped for n in reads):
+        return None
+    return [InputPlan([TensorSpec([Dim.free("N")], torch.float32)])]
+
+
+def _self_flag(test: ast.expr, model: nn.Module) -> bool | None:
+    """The truth of a branch test `self.flag` or `not self.flag` on the model (None for any
+    other test, or an attribute that is not a plain bool or None)."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    path = self_path(test.operand if negated else test)  # type: ignore[attr-defined]
+    if path is None or "." in path:
+        return None
+    value = getattr(model, path, ...)
+    if not (value is None or isinstance(value, bool)):
+        return None
+    return (not value) if negated else bool(value)
+
+
 def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template | None:
     """Undo the reshaping ops between the input and its consumer, last one first."""
     shape = list(template)
@@ -231,6 +279,14 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
         elif name in ("flatten", "view", "reshape"):
             if rank != 2:
                 return None  # only a flat [N, F] input is certain to survive these
+        elif name == "reduce":
+            # `x.sum(dim=1)` pooled a dimension away (tokens, as a rule: at most [N, L, C]).
+            if rank > 2:
+                return None
+            taken = "S" if any(d.name == "L" for d in shape) else "L"
+            shape.insert(int(args[0]) % (rank + 1), Dim.free(taken))
+        elif name == "broadcast":  # `x * mask`: taken to keep x's shape (assumed)
+            continue
         else:
             return None
     return shape
@@ -370,13 +426,20 @@ def forward_params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str
 
 
 def infer_from_source(
-    model: nn.Module, index: int, depth: int = 0, seed: str | None = None
+    model: nn.Module,
+    index: int,
+    depth: int = 0,
+    seed: str | None = None,
+    past_layers: bool = False,
 ) -> list[InputPlan] | None:
     """Find the first `self.layer(x)` call on the input in forward's source (fallback).
 
     Used when tracing stops before the first layer. Custom submodules are followed into
     their own forward (through positional or keyword arguments), a few levels deep. With
-    `seed`, the input followed is that local name of forward (a loop's element).
+    `seed`, the input followed is that local name of forward (a loop's element). With
+    `past_layers`, a custom submodule whose own input tells nothing
+    (`x = self.norm(x, emb)` normalizing by groups) is taken to keep the input's shape and
+    the search goes on past it: plans found so are `assumed` (see `assumed_inputs`).
     """
     function = forward_function(model)
     if function is None:
@@ -393,6 +456,7 @@ def infer_from_source(
     # of the function body count (`if x.dim() == 3: x = x.unsqueeze(0)` may not run).
     top_level = {id(statement) for statement in function.body}
     pending: list[tuple[tuple[int, int], str, list[tuple[str, list[Any]]] | None, bool]] = []
+    passed: list[str] = []  # the custom submodules taken to keep the input's shape
     for node in _walk_in_order(function):
         position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
         for item in [p for p in pending if p[0] <= position]:
@@ -410,7 +474,8 @@ def infer_from_source(
                 # A rebinding that reshapes unknowably ends the tracking; other helpers
                 # (`x = self.pad(x)`) are taken to keep the number of dimensions.
                 reshaped = _reshapes(node.value) or _helper_reshapes(node.value, model)
-                pending.append((end, target.id, _derived(node.value, names), reshaped))
+                derived = _derived(node.value, names, past_layers)
+                pending.append((end, target.id, derived, reshaped and derived is None))
         if not isinstance(node, ast.Call):
             continue
         target = self_path(node.func)
@@ -430,10 +495,13 @@ def infer_from_source(
             ] or None
         if target is None:
             continue
-        where = _argument_slot(node, names)
+        where = _argument_slot(node, names, past_layers)
         if where is None:
             continue
         slot, steps = where
+        loose = {step[0] for step in steps} & {"broadcast", "reduce"}
+        if loose and not passed:
+            passed.append(" and ".join(_LOOSE_LABELS[step] for step in sorted(loose)))
         try:
             module = model.get_submodule(target)
         except AttributeError:
@@ -450,7 +518,7 @@ def infer_from_source(
                 shape = _invert(list(template), steps)
                 if shape is not None:
                     plans.append(InputPlan([TensorSpec(shape, dtype)]))
-            return plans or None
+            return assumed_past(plans, passed) or None
         if isinstance(module, _PASS_MODULES) and torch_forward(module):
             continue
         if torch_forward(module) or depth >= 4:
@@ -461,14 +529,37 @@ def infer_from_source(
         inner = infer_from_source(module, position, depth + 1) or infer_from_base_layer(
             module, position
         )
+        kept = _kept_as(node, function) if not inner and past_layers and not passed else None
+        if kept is not None:
+            passed.append(f"self.{target}")
+            if kept:
+                names[kept] = steps  # `h = self.norm(x, emb)`: h is x, taken as it was
+            continue
         if not inner or not steps:
-            return inner
+            return assumed_past(inner, passed) if inner else inner
         plans = []
         for plan in inner:
             shape = _invert(plan.specs[0].dims, steps)
             if shape is not None:
                 plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
-        return plans or None
+        return assumed_past(plans, passed) or None
+    return None
+
+
+def _kept_as(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The plain name a statement of forward's body binds to the call's result
+    (`h = self.norm(x, emb)`), "" for a call standing alone, None for a call inside an
+    expression or a statement of a branch (what follows may read something else)."""
+    for statement in function.body:
+        if isinstance(statement, ast.Expr) and statement.value is call:
+            return ""
+        if (
+            isinstance(statement, ast.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            return statement.targets[0].id
     return None
 
 
@@ -546,9 +637,15 @@ def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
 
 
 def _derived(
-    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]]
+    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]], loose: bool = False
 ) -> list[tuple[str, list[Any]]] | None:
-    """The steps from an input variable to this expression, if it only reshapes simply."""
+    """The steps from an input variable to this expression, if it only reshapes simply.
+    With `loose`, also through a product with another tensor (taken to keep the shape: a
+    `broadcast` step) and a sum or mean over one dimension (a `reduce` step)."""
+    if loose:
+        found = _loose_steps(node, names)
+        if found is not None:
+            return found
     if isinstance(node, ast.Name):
         return list(names[node.id]) if node.id in names else None
     if isinstance(node, ast.Subscript):
@@ -583,6 +680,36 @@ def _derived(
     return None
 
 
+_REDUCTIONS = frozenset({"sum", "mean"})
+_LOOSE_LABELS = {"broadcast": "a product with another tensor", "reduce": "a sum over a dimension"}
+
+
+def _loose_steps(
+    node: ast.AST, names: dict[str, list[tuple[str, list[Any]]]]
+) -> list[tuple[str, list[Any]]] | None:
+    """`_derived`'s steps through `x * m`, `x / m` (either side) and `x.sum(dim=1)`."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        left = _derived(node.left, names, loose=True)
+        right = _derived(node.right, names, loose=True)
+        if left is not None and right is not None:
+            return None
+        steps = left if left is not None else right
+        return None if steps is None else [*steps, ("broadcast", [])]
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if node.func.attr not in _REDUCTIONS:
+        return None
+    keywords = {k.arg: k.value for k in node.keywords}
+    dims = [*node.args, *([keywords.pop("dim")] if "dim" in keywords else [])]
+    if keywords or len(dims) != 1:
+        return None  # keepdim, several dimensions, or all of them
+    dim = dims[0]
+    if not (isinstance(dim, ast.Constant) and isinstance(dim.value, int)):
+        return None
+    base = _derived(node.func.value, names, loose=True)
+    return None if base is None else [*base, ("reduce", [dim.value])]
+
+
 def _dotted_name(node: ast.AST) -> str:
     return ast.unparse(node) if isinstance(node, (ast.Name, ast.Attribute)) else ""
 
@@ -606,15 +733,15 @@ def _flattens_features(call: ast.Call) -> bool:
 
 
 def _argument_slot(
-    call: ast.Call, names: dict[str, list[tuple[str, list[Any]]]]
+    call: ast.Call, names: dict[str, list[tuple[str, list[Any]]]], loose: bool = False
 ) -> tuple[int | str, list[tuple[str, list[Any]]]] | None:
     """Which argument of a call carries the input (position or keyword), and its steps."""
     for position, arg in enumerate(call.args):
-        steps = _derived(arg, names)
+        steps = _derived(arg, names, loose)
         if steps is not None:
             return position, steps
     for keyword in call.keywords:
-        steps = _derived(keyword.value, names) if keyword.arg else None
+        steps = _derived(keyword.value, names, loose) if keyword.arg else None
         if steps is not None and keyword.arg:
             return keyword.arg, steps
     return None

@@ -51,7 +51,8 @@ class InputPlan:
 
     specs: list[TensorSpec]
     #: "declared", "tensor", "image", "config" (evidence), "inferred", or "named" (by the
-    #: input's conventional name alone: inferred, and only a sized layer's failure counts).
+    #: input's conventional name alone: inferred, and only a sized layer's failure counts),
+    #: or "assumed" (found past a layer taken to keep the shape: no failure counts).
     source: str = "inferred"
     #: For messages: "the declared input [1, 3, 224, 224]".
     label: str = ""
@@ -75,7 +76,7 @@ class InputPlan:
 
     @property
     def evidenced(self) -> bool:
-        return self.source not in ("inferred", "named")
+        return self.source not in ("inferred", "named", "assumed")
 
 
 # -- the forward signature ----------------------------------------------------------------
@@ -309,7 +310,12 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
         if len(choice) == 1:
             combos.append(InputPlan(specs, choice[0].source, choice[0].label, packed, exact))
         else:
+            assumed = next((plan for plan in choice if plan.source == "assumed"), None)
             named = any(plan.source == "named" for plan in choice)
             source = "named" if named else "inferred"
-            combos.append(InputPlan(specs, source, "", packed, exact))
+            if assumed is not None:  # what one input rests on, the whole plan does
+                source, label = "assumed", assumed.label
+            else:
+                label = ""
+            combos.append(InputPlan(specs, source, label, packed, exact))
     return combos

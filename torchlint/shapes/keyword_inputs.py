@@ -15,6 +15,7 @@ import inspect
 import types
 from collections.abc import Iterator
 
+import torch
 from torch import nn
 
 from torchlint.shapes.inputs import forward_inputs
@@ -44,14 +45,19 @@ def companion_inputs(model: nn.Module) -> list[str] | None:
 
 
 @contextlib.contextmanager
-def fed_by_keyword(model: nn.Module, names: list[str]) -> Iterator[None]:
+def fed_by_keyword(
+    model: nn.Module, names: list[str], values: dict[str, str] | None = None
+) -> Iterator[None]:
     """For the duration, the model's forward takes `names` as its positional inputs and
-    hands each on by keyword (what the check's runs and fx tracing call)."""
+    hands each on by keyword (what the check's runs and fx tracing call). `values`: more
+    parameters handed on, each as an expression of the inputs and `torch`
+    (`{"hidden_dtype": "torch.float32"}`)."""
     inner = model.forward
     before = vars(model).get("forward")
-    namespace = {"inner": inner}
+    namespace = {"inner": inner, "torch": torch}
     params = ", ".join(names)
-    passed = ", ".join(f"{name}={name}" for name in names)
+    given = {**{name: name for name in names}, **(values or {})}
+    passed = ", ".join(f"{name}={value}" for name, value in given.items())
     exec(f"def forward(self, {params}):\n    return inner({passed})\n", namespace)
     namespace["forward"].fed_by_keyword = True
     model.forward = types.MethodType(namespace["forward"], model)
