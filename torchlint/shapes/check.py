@@ -767,10 +767,18 @@ class FileChecker:
         names = forward_inputs(model) or []
         for index in range(count):
             listed = index < len(names) and tensor_list_input(model, names[index])
+            if listed:
+                # A list of tensors (its annotation says so) is never fed one tensor: the
+                # first layer would read an element of it, or an element's element.
+                found = list_plans(model, index) or image_list_plans(names[index])
+                if not found:
+                    self._unknown_input = names[index]
+                    per_input = []
+                    break
+                per_input.append(found)
+                continue
             found = (
-                (listed and list_plans(model, index))
-                or (listed and image_list_plans(names[index]))
-                or (index < len(names) and infer_from_name(model, names[index], first=True))
+                (index < len(names) and infer_from_name(model, names[index], first=True))
                 or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
                 or infer_from_added_table(model, index)
@@ -894,6 +902,17 @@ class FileChecker:
                 continue
             hinted = dict(world.hints)
             retry = self._search(model, relaxed, hinted, graph_for_analysis, PlanResult())
+            if plan.guessed and (retry.ok or not _same_site(retry, result)):
+                # The failure holds only at the size guessed from the input's name.
+                assert result.failure is not None
+                reason = self._failure_reason(result.failure)
+                told = "passes" if retry.ok else "fails elsewhere"
+                return PlanResult(
+                    failure=result.failure,
+                    reason=f"{reason} (for {plan.label}, a size guessed from the input's "
+                    f"name; at other sizes the model {told})",
+                    hints=result.hints,
+                )
             if retry.ok or not _same_site(retry, result):
                 retry.constraints = []  # conditions on the relaxed sizes are not the user's
                 return retry
@@ -1252,7 +1271,7 @@ def _single_batch(plan: InputPlan) -> InputPlan | None:
         TensorSpec([Dim.fixed(1) if d.name == "N" else d for d in spec.dims], spec.dtype)
         for spec in plan.specs
     ]
-    return InputPlan(specs, plan.source, plan.label, plan.packed)
+    return InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
 
 
 def _probed_dims(plan: InputPlan) -> list[str]:
@@ -1268,12 +1287,12 @@ def _fixed_note(fixed: dict[str, str]) -> str:
 
 
 def _freed(plan: InputPlan) -> InputPlan | None:
-    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any;
-    a batch of one (see `_single_batch`) stays.
+    """An inferred plan (or one guessed from an input's name) with its fixed sizes made free
+    (hinted at their value), if it has any; a batch of one (see `_single_batch`) stays.
 
     Not a list's (`images: list[Tensor]`): its elements are read one by one, or batched
     whole (an image's channels, copied into a batch, are the batch's)."""
-    if plan.evidenced or plan.exact or plan.packed:
+    if plan.evidenced or (plan.exact and not plan.guessed) or plan.packed:
         return None
     specs, count = [], 0
     for spec in plan.specs:
@@ -1284,7 +1303,11 @@ def _freed(plan: InputPlan) -> InputPlan | None:
                 count += 1
             dims.append(dim)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label, plan.packed) if count else None
+    return (
+        InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
+        if count
+        else None
+    )
 
 
 def _untied(plan: InputPlan) -> InputPlan | None:
@@ -1302,7 +1325,11 @@ def _untied(plan: InputPlan) -> InputPlan | None:
             dims.append(dim)
         seen.update(d.name for d in spec.dims if d.name is not None)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label, plan.packed) if renamed else None
+    return (
+        InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
+        if renamed
+        else None
+    )
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:

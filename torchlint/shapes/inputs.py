@@ -61,6 +61,10 @@ class InputPlan:
     #: Its sizes are those of the layer that takes the input as it is (a recurrent layer's
     #: state): the analysis never frees or unties them.
     exact: bool = False
+    #: A shape guessed from an argument's name alone (`encoder_hidden_states` sized by the
+    #: configuration): the real caller may pass another rank or size, so it is no evidence;
+    #: only a failure that holds at every size of it is reported.
+    guessed: bool = False
 
     def arguments(self, tensors: list[Any]) -> list[Any]:
         """The forward's arguments from one tensor per spec (lists where `packed` says)."""
@@ -75,7 +79,7 @@ class InputPlan:
 
     @property
     def evidenced(self) -> bool:
-        return self.source not in ("inferred", "named")
+        return self.source not in ("inferred", "named") and not self.guessed
 
 
 # -- the forward signature ----------------------------------------------------------------
@@ -306,10 +310,13 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
         if any(plan.packed for plan in choice):
             packed = tuple(plan.packed[0] if plan.packed else 0 for plan in choice)
         exact = any(plan.exact for plan in choice)
+        guessed = any(plan.guessed for plan in choice)
         if len(choice) == 1:
-            combos.append(InputPlan(specs, choice[0].source, choice[0].label, packed, exact))
+            plan = choice[0]
+            combos.append(InputPlan(specs, plan.source, plan.label, packed, exact, guessed))
         else:
             named = any(plan.source == "named" for plan in choice)
             source = "named" if named else "inferred"
-            combos.append(InputPlan(specs, source, "", packed, exact))
+            label = next((plan.label for plan in choice if plan.guessed), "")
+            combos.append(InputPlan(specs, source, label, packed, exact, guessed))
     return combos
