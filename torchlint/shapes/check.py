@@ -789,7 +789,9 @@ class FileChecker:
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
             )
-            described = described_plans(model, names[index]) if index < len(names) else None
+            described = (
+                described_plans(model, names[index], self._config) if index < len(names) else None
+            )
             if not (described or found) and index < len(names):
                 described = unpacked_plans(model, names[index]) or indexed_plans(
                     model, names[index]
@@ -832,9 +834,11 @@ class FileChecker:
         plan: InputPlan,
         graph_for_analysis: Any,
         refusal_first: bool = False,
+        ones: bool = True,
     ) -> PlanResult:
         """Run one plan, and analyse a failure. With `refusal_first`, a forward that refuses
-        a batch of several samples is not analysed (`refused`): one sample is tried first."""
+        a batch of several samples is not analysed (`refused`): one sample is tried first.
+        With `ones`, a definite failure is tried again with each described size at 1."""
         result = PlanResult()
         world = World(model, plan, {}, symbolic=False, session=self._session(model))
         first_error = run_direct(world)
@@ -924,6 +928,16 @@ class FileChecker:
                 probe = World(model, plan, hints, symbolic=False, session=self._session(model))
                 if run_direct(probe) is None:
                     return PlanResult(ok=True, pinned=True, hints=hints)
+        for name in _described_sizes(result) if ones else ():
+            # A size the analysis takes as more than 1 (one channel, one head) may be 1:
+            # at 1 the model passes, or fails where it fails at that size.
+            hints = {**result.hints, name: 1}
+            probe = World(model, plan, hints, symbolic=False, session=self._session(model))
+            if run_direct(probe) is None:
+                return PlanResult(ok=True, pinned=True, hints=hints)
+            single = self._run_plan_once(model, _at_one(plan, name), graph_for_analysis, ones=False)
+            if single.code is not None and not _same_site(single, result):
+                return single
         return result
 
     def _fails_as(self, model: nn.Module, plan: InputPlan, known: _Undecided) -> bool:
@@ -1246,10 +1260,23 @@ def _with_described(found: list[InputPlan], described: InputPlan) -> list[InputP
     if any(len(p.specs) != 1 or p.packed for p in found):
         return found
     rank = len(described.specs[0].dims)
-    alike = [p for p in found if len(p.specs[0].dims) == rank]
+    alike = [_laid_out(p, described) for p in found if len(p.specs[0].dims) == rank]
     if not alike:
         return [described, *found]
     return alike + [p for p in found if len(p.specs[0].dims) != rank]
+
+
+def _laid_out(plan: InputPlan, described: InputPlan) -> InputPlan:
+    """An inferred plan of the described rank with the described names for its free sizes:
+    the layer that told the rank fixed some sizes, the description says what the others
+    are (`(batch_size, num_channels, num_patches, d_model)`, not an image's [N, H, W, C])."""
+    dims = [
+        mine if mine.name is None else theirs
+        for mine, theirs in zip(plan.specs[0].dims, described.specs[0].dims, strict=True)
+    ]
+    if dims == plan.specs[0].dims:
+        return plan
+    return dataclasses.replace(plan, specs=[TensorSpec(dims, plan.specs[0].dtype)])
 
 
 def _batch_refused(result: PlanResult) -> bool:
@@ -1272,6 +1299,30 @@ def _single_batch(plan: InputPlan) -> InputPlan | None:
         for spec in plan.specs
     ]
     return InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
+
+
+def _described_sizes(result: PlanResult) -> list[str]:
+    """The free sizes a definite failure's input depends on that a description of the input
+    named (`num_channels` of a docstring's `(batch_size, num_channels, num_patches,
+    d_model)`), not a role (`N`, `L`, `H`)."""
+    failure = result.failure
+    if result.code is None or failure is None:
+        return []
+    symbols: set[Any] = set()
+    for shape in failure.inputs:
+        for size in shape or ():
+            symbols |= getattr(size, "free_symbols", set())
+    names = {result.names.get(s, str(s)) for s in symbols}
+    return sorted(n for n in names if n[:1].islower())
+
+
+def _at_one(plan: InputPlan, name: str) -> InputPlan:
+    """The plan with its free size `name` fixed at 1."""
+    specs = [
+        TensorSpec([Dim.fixed(1) if d.name == name else d for d in spec.dims], spec.dtype)
+        for spec in plan.specs
+    ]
+    return dataclasses.replace(plan, specs=specs)
 
 
 def _probed_dims(plan: InputPlan) -> list[str]:
