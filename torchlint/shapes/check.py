@@ -928,6 +928,14 @@ class FileChecker:
                 probe = World(model, plan, hints, symbolic=False, session=self._session(model))
                 if run_direct(probe) is None:
                     return PlanResult(ok=True, pinned=True, hints=hints)
+        if ones and _regroups_batch(result):
+            # `x.reshape(x.shape[0] // 4, -1)`: the first size counts rows to group (a list
+            # of patches), not samples; a count of them that fits decides.
+            for count in _GROUPED_BATCHES:
+                grouped = _fixed_at(plan, "N", count)
+                again = self._run_plan_once(model, grouped, graph_for_analysis, ones=False)
+                if again.ok:
+                    return PlanResult(ok=True, pinned=True, hints=again.hints)
         for name in _described_sizes(result) if ones else ():
             # A size the analysis takes as more than 1 (one channel, one head) may be 1:
             # at 1 the model passes, or fails where it fails at that size.
@@ -935,7 +943,9 @@ class FileChecker:
             probe = World(model, plan, hints, symbolic=False, session=self._session(model))
             if run_direct(probe) is None:
                 return PlanResult(ok=True, pinned=True, hints=hints)
-            single = self._run_plan_once(model, _at_one(plan, name), graph_for_analysis, ones=False)
+            single = self._run_plan_once(
+                model, _fixed_at(plan, name, 1), graph_for_analysis, ones=False
+            )
             if single.code is not None and not _same_site(single, result):
                 return single
         return result
@@ -1316,10 +1326,26 @@ def _described_sizes(result: PlanResult) -> list[str]:
     return sorted(n for n in names if n[:1].islower())
 
 
-def _at_one(plan: InputPlan, name: str) -> InputPlan:
-    """The plan with its free size `name` fixed at 1."""
+#: Batch sizes a reshape that groups the batch's rows is tried at.
+_GROUPED_BATCHES = (4, 16)
+
+
+def _regroups_batch(result: PlanResult) -> bool:
+    """Whether a definite failure is a reshape whose first asked size is computed from the
+    batch size (`view(x.shape[0] // 4, -1)`), not the batch size itself."""
+    failure = result.failure
+    if result.code is None or failure is None or failure.op not in ("view", "reshape"):
+        return False
+    first = failure.target[0] if failure.target else None
+    batch = {s for s, n in result.names.items() if n == "N"}
+    used = getattr(first, "free_symbols", set())
+    return bool(used & batch) and first not in batch
+
+
+def _fixed_at(plan: InputPlan, name: str, size: int) -> InputPlan:
+    """The plan with its free size `name` fixed at `size`."""
     specs = [
-        TensorSpec([Dim.fixed(1) if d.name == name else d for d in spec.dims], spec.dtype)
+        TensorSpec([Dim.fixed(size) if d.name == name else d for d in spec.dims], spec.dtype)
         for spec in plan.specs
     ]
     return dataclasses.replace(plan, specs=specs)
