@@ -1281,7 +1281,7 @@ def _laid_out(plan: InputPlan, described: InputPlan) -> InputPlan:
     the layer that told the rank fixed some sizes, the description says what the others
     are (`(batch_size, num_channels, num_patches, d_model)`, not an image's [N, H, W, C])."""
     dims = [
-        mine if mine.name is None else theirs
+        mine if mine.name is None or theirs.name == mine.name else _renamed(mine, theirs)
         for mine, theirs in zip(plan.specs[0].dims, described.specs[0].dims, strict=True)
     ]
     if dims == plan.specs[0].dims:
@@ -1309,6 +1309,12 @@ def _single_batch(plan: InputPlan) -> InputPlan | None:
         for spec in plan.specs
     ]
     return InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
+
+
+def _renamed(mine: Dim, theirs: Dim) -> Dim:
+    """A free size under the described name, at the size inferred for it (a size the
+    description fixes, from the configuration, stays fixed)."""
+    return theirs if theirs.name is None else Dim(theirs.name, mine.hint)
 
 
 def _described_sizes(result: PlanResult) -> list[str]:
