@@ -4,6 +4,7 @@ forward's docstring, its first unpacking, the script's argparse options."""
 from __future__ import annotations
 
 import ast
+import types
 
 import pytest
 
@@ -60,6 +61,35 @@ def test_docstring_shapes() -> None:
     steps = described_plans(model, "steps")
     assert steps is not None and [d.name for d in steps[0].specs[0].dims] == ["N"]
     assert described_plans(model, "missing") is None
+
+
+class Patches(nn.Module):
+    def forward(self, inputs):
+        """
+        Args:
+            inputs (`torch.Tensor` of shape `((batch_size, num_channels, num_patches, d_model))`):
+                the patches of each channel.
+        """
+        return inputs
+
+
+def test_docstring_sizes_named_after_configuration_fields() -> None:
+    """Doubled brackets are read; a size named after a configuration field takes its value
+    (the model's own configuration first), the others stay free."""
+    config = types.SimpleNamespace(num_channels=1, d_model=8, name="series")
+    plans = described_plans(Patches(), "inputs", config)
+    assert plans is not None
+    assert [(d.name, d.hint) for d in plans[0].specs[0].dims] == [
+        ("N", 2),
+        (None, 1),
+        ("num_patches", 8),
+        (None, 8),
+    ]
+    kept = Patches()
+    kept.config = types.SimpleNamespace(num_channels=3)
+    plans = described_plans(kept, "inputs", config)
+    assert plans is not None
+    assert [d.hint for d in plans[0].specs[0].dims][1:] == [3, 8, 8]
 
 
 def test_unpacked_shapes() -> None:

@@ -794,10 +794,18 @@ class FileChecker:
         names = forward_inputs(model) or []
         for index in range(count):
             listed = index < len(names) and tensor_list_input(model, names[index])
+            if listed:
+                # A list of tensors (its annotation says so) is never fed one tensor: the
+                # first layer would read an element of it, or an element's element.
+                found = list_plans(model, index) or image_list_plans(names[index])
+                if not found:
+                    self._unknown_input = names[index]
+                    per_input = []
+                    break
+                per_input.append(found)
+                continue
             found = (
-                (listed and list_plans(model, index))
-                or (listed and image_list_plans(names[index]))
-                or (index < len(names) and infer_from_name(model, names[index], first=True))
+                (index < len(names) and infer_from_name(model, names[index], first=True))
                 or infer_from_graph(graph, entry, index)
                 or infer_from_source(model, index)
                 or infer_from_added_table(model, index)
@@ -808,7 +816,9 @@ class FileChecker:
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
             )
-            described = described_plans(model, names[index]) if index < len(names) else None
+            described = (
+                described_plans(model, names[index], self._config) if index < len(names) else None
+            )
             if not (described or found) and index < len(names):
                 described = unpacked_plans(model, names[index]) or indexed_plans(
                     model, names[index]
@@ -858,9 +868,11 @@ class FileChecker:
         plan: InputPlan,
         graph_for_analysis: Any,
         refusal_first: bool = False,
+        ones: bool = True,
     ) -> PlanResult:
         """Run one plan, and analyse a failure. With `refusal_first`, a forward that refuses
-        a batch of several samples is not analysed (`refused`): one sample is tried first."""
+        a batch of several samples is not analysed (`refused`): one sample is tried first.
+        With `ones`, a definite failure is tried again with each described size at 1."""
         result = PlanResult()
         world = World(model, plan, {}, symbolic=False, session=self._session(model))
         first_error = run_direct(world)
@@ -928,6 +940,17 @@ class FileChecker:
                 continue
             hinted = dict(world.hints)
             retry = self._search(model, relaxed, hinted, graph_for_analysis, PlanResult())
+            if plan.guessed and (retry.ok or not _same_site(retry, result)):
+                # The failure holds only at the size guessed from the input's name.
+                assert result.failure is not None
+                reason = self._failure_reason(result.failure)
+                told = "passes" if retry.ok else "fails elsewhere"
+                return PlanResult(
+                    failure=result.failure,
+                    reason=f"{reason} (for {plan.label}, a size guessed from the input's "
+                    f"name; at other sizes the model {told})",
+                    hints=result.hints,
+                )
             if retry.ok or not _same_site(retry, result):
                 retry.constraints = []  # conditions on the relaxed sizes are not the user's
                 return retry
@@ -939,6 +962,26 @@ class FileChecker:
                 probe = World(model, plan, hints, symbolic=False, session=self._session(model))
                 if run_direct(probe) is None:
                     return PlanResult(ok=True, pinned=True, hints=hints)
+        if ones and _regroups_batch(result):
+            # `x.reshape(x.shape[0] // 4, -1)`: the first size counts rows to group (a list
+            # of patches), not samples; a count of them that fits decides.
+            for count in _GROUPED_BATCHES:
+                grouped = _fixed_at(plan, "N", count)
+                again = self._run_plan_once(model, grouped, graph_for_analysis, ones=False)
+                if again.ok:
+                    return PlanResult(ok=True, pinned=True, hints=again.hints)
+        for name in _described_sizes(result) if ones else ():
+            # A size the analysis takes as more than 1 (one channel, one head) may be 1:
+            # at 1 the model passes, or fails where it fails at that size.
+            hints = {**result.hints, name: 1}
+            probe = World(model, plan, hints, symbolic=False, session=self._session(model))
+            if run_direct(probe) is None:
+                return PlanResult(ok=True, pinned=True, hints=hints)
+            single = self._run_plan_once(
+                model, _fixed_at(plan, name, 1), graph_for_analysis, ones=False
+            )
+            if single.code is not None and not _same_site(single, result):
+                return single
         return result
 
     def _fails_as(self, model: nn.Module, plan: InputPlan, known: _Undecided) -> bool:
@@ -1261,10 +1304,23 @@ def _with_described(found: list[InputPlan], described: InputPlan) -> list[InputP
     if any(len(p.specs) != 1 or p.packed for p in found):
         return found
     rank = len(described.specs[0].dims)
-    alike = [p for p in found if len(p.specs[0].dims) == rank]
+    alike = [_laid_out(p, described) for p in found if len(p.specs[0].dims) == rank]
     if not alike:
         return [described, *found]
     return alike + [p for p in found if len(p.specs[0].dims) != rank]
+
+
+def _laid_out(plan: InputPlan, described: InputPlan) -> InputPlan:
+    """An inferred plan of the described rank with the described names for its free sizes:
+    the layer that told the rank fixed some sizes, the description says what the others
+    are (`(batch_size, num_channels, num_patches, d_model)`, not an image's [N, H, W, C])."""
+    dims = [
+        mine if mine.name is None or theirs.name == mine.name else _renamed(mine, theirs)
+        for mine, theirs in zip(plan.specs[0].dims, described.specs[0].dims, strict=True)
+    ]
+    if dims == plan.specs[0].dims:
+        return plan
+    return dataclasses.replace(plan, specs=[TensorSpec(dims, plan.specs[0].dtype)])
 
 
 def _batch_refused(result: PlanResult) -> bool:
@@ -1286,7 +1342,53 @@ def _single_batch(plan: InputPlan) -> InputPlan | None:
         TensorSpec([Dim.fixed(1) if d.name == "N" else d for d in spec.dims], spec.dtype)
         for spec in plan.specs
     ]
-    return InputPlan(specs, plan.source, plan.label, plan.packed)
+    return InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
+
+
+def _renamed(mine: Dim, theirs: Dim) -> Dim:
+    """A free size under the described name, at the size inferred for it (a size the
+    description fixes, from the configuration, stays fixed)."""
+    return theirs if theirs.name is None else Dim(theirs.name, mine.hint)
+
+
+def _described_sizes(result: PlanResult) -> list[str]:
+    """The free sizes a definite failure's input depends on that a description of the input
+    named (`num_channels` of a docstring's `(batch_size, num_channels, num_patches,
+    d_model)`), not a role (`N`, `L`, `H`)."""
+    failure = result.failure
+    if result.code is None or failure is None:
+        return []
+    symbols: set[Any] = set()
+    for shape in failure.inputs:
+        for size in shape or ():
+            symbols |= getattr(size, "free_symbols", set())
+    names = {result.names.get(s, str(s)) for s in symbols}
+    return sorted(n for n in names if n[:1].islower())
+
+
+#: Batch sizes a reshape that groups the batch's rows is tried at.
+_GROUPED_BATCHES = (4, 16)
+
+
+def _regroups_batch(result: PlanResult) -> bool:
+    """Whether a definite failure is a reshape whose first asked size is computed from the
+    batch size (`view(x.shape[0] // 4, -1)`), not the batch size itself."""
+    failure = result.failure
+    if result.code is None or failure is None or failure.op not in ("view", "reshape"):
+        return False
+    first = failure.target[0] if failure.target else None
+    batch = {s for s, n in result.names.items() if n == "N"}
+    used = getattr(first, "free_symbols", set())
+    return bool(used & batch) and first not in batch
+
+
+def _fixed_at(plan: InputPlan, name: str, size: int) -> InputPlan:
+    """The plan with its free size `name` fixed at `size`."""
+    specs = [
+        TensorSpec([Dim.fixed(size) if d.name == name else d for d in spec.dims], spec.dtype)
+        for spec in plan.specs
+    ]
+    return dataclasses.replace(plan, specs=specs)
 
 
 def _probed_dims(plan: InputPlan) -> list[str]:
@@ -1302,12 +1404,12 @@ def _fixed_note(fixed: dict[str, str]) -> str:
 
 
 def _freed(plan: InputPlan) -> InputPlan | None:
-    """An inferred plan with its fixed sizes made free (hinted at their value), if it has any;
-    a batch of one (see `_single_batch`) stays.
+    """An inferred plan (or one guessed from an input's name) with its fixed sizes made free
+    (hinted at their value), if it has any; a batch of one (see `_single_batch`) stays.
 
     Not a list's (`images: list[Tensor]`): its elements are read one by one, or batched
     whole (an image's channels, copied into a batch, are the batch's)."""
-    if plan.evidenced or plan.exact or plan.packed:
+    if plan.evidenced or (plan.exact and not plan.guessed) or plan.packed:
         return None
     specs, count = [], 0
     for spec in plan.specs:
@@ -1318,7 +1420,11 @@ def _freed(plan: InputPlan) -> InputPlan | None:
                 count += 1
             dims.append(dim)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label, plan.packed) if count else None
+    return (
+        InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
+        if count
+        else None
+    )
 
 
 def _untied(plan: InputPlan) -> InputPlan | None:
@@ -1336,7 +1442,11 @@ def _untied(plan: InputPlan) -> InputPlan | None:
             dims.append(dim)
         seen.update(d.name for d in spec.dims if d.name is not None)
         specs.append(TensorSpec(dims, spec.dtype))
-    return InputPlan(specs, plan.source, plan.label, plan.packed) if renamed else None
+    return (
+        InputPlan(specs, plan.source, plan.label, plan.packed, guessed=plan.guessed)
+        if renamed
+        else None
+    )
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:

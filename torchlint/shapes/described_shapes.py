@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+from typing import Any
 
 import torch
 from torch import nn
@@ -22,8 +23,8 @@ from torchlint.shapes.assumed_inputs import assumed
 from torchlint.shapes.infer import forward_function
 from torchlint.shapes.inputs import HINTS, Dim, InputPlan, TensorSpec
 
-#: "shape `(a, b, c)`", "shape: (a, b)", "shape [a, b]" (no nested brackets).
-_SHAPE = re.compile(r"\bshape\s*:?\s*`*\s*[(\[]([^()\[\]`]*)[)\]]", re.I)
+#: "shape `(a, b, c)`", "shape: (a, b)", "shape [a, b]", "shape `((a, b))`" (no nesting).
+_SHAPE = re.compile(r"\bshape\s*:?\s*`*\s*[(\[]{1,2}([^()\[\]`]*)[)\]]", re.I)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ]*")
 _BATCH = frozenset({"batch_size", "batch", "b", "bs", "bsz", "n", "num_samples"})
 #: Roles the analysis probes with the usual sizes (an image's sides, a sequence).
@@ -45,14 +46,16 @@ _ROLES = {
 _OTHER_HINT = 8
 
 
-def described_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
-    """The plan forward's docstring gives for its parameter `name`, or None."""
+def described_plans(model: nn.Module, name: str, config: Any = None) -> list[InputPlan] | None:
+    """The plan forward's docstring gives for its parameter `name`, or None. A size named
+    after a field of the model's configuration (`num_input_channels`) takes its value
+    (`config`: the one the model was built with, when the model keeps none)."""
     doc = getattr(type(model).forward, "__doc__", None)  # its own, not a base class's
     entry = _entry(inspect.cleandoc(doc), name) if isinstance(doc, str) else None
     found = _SHAPE.search(entry) if entry else None
     if found is None:
         return None
-    dims = _dims(found.group(1))
+    dims = _configured(_dims(found.group(1)), getattr(model, "config", None) or config)
     if dims is None:
         return None
     dtype = _dtype(entry)
@@ -243,6 +246,20 @@ def _entry(doc: str, name: str) -> str | None:
             block.append(more)
         return "\n".join(block)
     return None
+
+
+def _configured(dims: list[Dim] | None, config: Any) -> list[Dim] | None:
+    """`dims` with each size named after a positive whole-number field of `config` fixed at
+    its value: the model was built for that size (a free size would be solved for, and
+    never at 1, which a size may well be: one input channel)."""
+    if dims is None or config is None:
+        return dims
+    out = []
+    for dim in dims:
+        value = getattr(config, dim.name, None) if dim.name else None
+        fixed = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        out.append(Dim.fixed(value) if fixed else dim)
+    return out
 
 
 def _dims(text: str) -> list[Dim] | None:

@@ -463,7 +463,7 @@ def _producer_name(failure: Failure, ctx: Context) -> str:
 
 
 def _evidence(ctx: Context) -> str:
-    return f" for {ctx.plan.label}" if ctx.plan.evidenced else ""
+    return f" for {ctx.plan.label}" if ctx.plan.evidenced or ctx.plan.guessed else ""
 
 
 def _seen(failure: Failure, ctx: Context) -> str:

@@ -889,7 +889,9 @@ def infer_from_name(
             if isinstance(size, int) and not isinstance(size, bool) and size > 0:
                 dims = [Dim.free("N"), Dim.free("L"), Dim.fixed(size)]
                 label = f"the input [N, L, {size}] (`{name}` sized by config.{field})"
-                return [InputPlan([TensorSpec(dims, torch.float32)], "config", label)]
+                plan = InputPlan([TensorSpec(dims, torch.float32)], "config", label)
+                plan.guessed = True
+                return [plan]
     return None
 
 

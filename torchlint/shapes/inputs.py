@@ -62,6 +62,10 @@ class InputPlan:
     #: Its sizes are those of the layer that takes the input as it is (a recurrent layer's
     #: state): the analysis never frees or unties them.
     exact: bool = False
+    #: A shape guessed from an argument's name alone (`encoder_hidden_states` sized by the
+    #: configuration): the real caller may pass another rank or size, so it is no evidence;
+    #: only a failure that holds at every size of it is reported.
+    guessed: bool = False
 
     def arguments(self, tensors: list[Any]) -> list[Any]:
         """The forward's arguments from one tensor per spec (lists where `packed` says)."""
@@ -76,7 +80,7 @@ class InputPlan:
 
     @property
     def evidenced(self) -> bool:
-        return self.source not in ("inferred", "named", "assumed")
+        return self.source not in ("inferred", "named", "assumed") and not self.guessed
 
 
 # -- the forward signature ----------------------------------------------------------------
@@ -307,8 +311,10 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
         if any(plan.packed for plan in choice):
             packed = tuple(plan.packed[0] if plan.packed else 0 for plan in choice)
         exact = any(plan.exact for plan in choice)
+        guessed = any(plan.guessed for plan in choice)
         if len(choice) == 1:
-            combos.append(InputPlan(specs, choice[0].source, choice[0].label, packed, exact))
+            plan = choice[0]
+            combos.append(InputPlan(specs, plan.source, plan.label, packed, exact, guessed))
         else:
             assumed = next((plan for plan in choice if plan.source == "assumed"), None)
             named = any(plan.source == "named" for plan in choice)
@@ -316,6 +322,6 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
             if assumed is not None:  # what one input rests on, the whole plan does
                 source, label = "assumed", assumed.label
             else:
-                label = ""
-            combos.append(InputPlan(specs, source, label, packed, exact))
+                label = next((plan.label for plan in choice if plan.guessed), "")
+            combos.append(InputPlan(specs, source, label, packed, exact, guessed))
     return combos
