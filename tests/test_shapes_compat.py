@@ -86,6 +86,22 @@ def test_symbolic_sizes_record_guards() -> None:
     assert compat.computed_expr(7) == 7 and compat.current_expr(7) == 7
 
 
+def test_fake_copies_keep_what_a_run_reads() -> None:
+    mode = compat.fake_mode(compat.shape_env())
+    frozen = torch.nn.Parameter(torch.empty(4, 3, device="meta"), requires_grad=False)
+    layer = torch.nn.Linear(3, 4, device="meta")
+    weight = compat.fake_like(mode, layer.weight)
+    buffer = compat.fake_like(mode, torch.empty(6, 2, dtype=torch.float16, device="meta").t())
+    assert isinstance(weight, torch.nn.Parameter) and weight.requires_grad and weight.is_leaf
+    assert not compat.fake_like(mode, frozen).requires_grad
+    assert not isinstance(buffer, torch.nn.Parameter) and not buffer.requires_grad
+    assert (buffer.shape, buffer.stride(), buffer.dtype) == ((2, 6), (1, 2), torch.float16)
+    assert weight.device.type == buffer.device.type == "cpu"
+    with mode:
+        out = torch.nn.functional.linear(torch.empty(2, 3), weight)
+    assert out.shape == (2, 4) and out.fake_mode is weight.fake_mode is mode
+
+
 def test_size_checks_fail_like_torch_does() -> None:
     compat.check(True, lambda: "unused")
     with pytest.raises(RuntimeError, match="sizes differ"):

@@ -68,7 +68,7 @@ def _unusable(exc: ImportError) -> ImportError:
 
 try:
     from torch._guards import GuardSource, Source
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 except ImportError as exc:
     raise _unusable(exc) from exc
 
@@ -106,6 +106,7 @@ __all__ = [
     "computed_expr",
     "current_expr",
     "explain",
+    "fake_like",
     "fake_mode",
     "guard_count",
     "guard_exprs",
@@ -216,6 +217,28 @@ def fake_mode(env: ShapeEnv | None) -> FakeTensorMode:
     """A fake-tensor mode (symbolic with `env`) that also accepts the model's real tensors."""
     _first_use()
     return FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+
+
+def fake_like(mode: FakeTensorMode, value: torch.Tensor) -> torch.Tensor:
+    """A fake CPU tensor of `mode` with `value`'s shape, strides and dtype (a parameter for a
+    parameter). Made by wrapping an empty meta tensor, which costs a small part of an
+    `empty_strided` dispatched through the mode (a large model's parameters are most of a
+    session's cost); a release whose FakeTensor takes other arguments goes through the mode."""
+    is_param = isinstance(value, nn.Parameter)
+    shape, stride = tuple(value.shape), tuple(value.stride())
+    try:
+        elem = torch.empty_strided(shape, stride, dtype=value.dtype, device="meta")
+        return FakeTensor(
+            mode,
+            elem,
+            torch.device("cpu"),
+            requires_grad=is_param and value.requires_grad,
+            _is_param=is_param,
+        )
+    except TypeError:
+        with mode:
+            new = torch.empty_strided(shape, stride, dtype=value.dtype, device="cpu")
+        return nn.Parameter(new, requires_grad=value.requires_grad) if is_param else new
 
 
 def set_cache(mode: FakeTensorMode, enabled: bool) -> None:

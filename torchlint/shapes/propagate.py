@@ -78,13 +78,7 @@ def fakeify(root: nn.Module, mode: FakeTensorMode) -> None:
     def fake(value: torch.Tensor) -> torch.Tensor:
         new = memo.get(id(value))
         if new is None:
-            with mode:
-                new = torch.empty_strided(
-                    tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="cpu"
-                )
-            if isinstance(value, nn.Parameter):
-                new = nn.Parameter(new, requires_grad=value.requires_grad)
-            memo[id(value)] = new
+            new = memo[id(value)] = compat.fake_like(mode, value)
         return new
 
     for module in root.modules():
