@@ -708,12 +708,13 @@ class FileChecker:
                 reason = self._failure_reason(result.failure)
                 self._skip(path, line, label, f"{reason} (for {plan.label})")
                 return
-            if _other_rank_open(plan, results) and (
-                plan.source == "named" or not F.layer_sizes(result.failure.module)
+            if (_other_rank_open(plan, results) and not F.layer_sizes(result.failure.module)) or (
+                plan.source == "named" and _other_rank_open(plan, results, ran=True)
             ):
                 # The rank was guessed and an input of another rank runs, or fails on no
-                # shape: an op that fails on the guessed rank, or any layer that fails on a
-                # rank read from a name or a docstring, says nothing of the real input.
+                # shape: an op that fails on the guessed rank says nothing of the real input;
+                # nor does a layer that fails on a rank read from a name or a docstring, when
+                # the rank the first layer takes runs.
                 record["result"] = "skipped"
                 reason = self._failure_reason(result.failure) + _GUESSED_RANK
                 self._skip(path, line, label, reason)
@@ -1348,13 +1349,16 @@ def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:
 _GUESSED_RANK = " (the input's rank was guessed; declare it with `# torchlint: input-shape=(...)`)"
 
 
-def _other_rank_open(plan: InputPlan, results: list[tuple[InputPlan, PlanResult]]) -> bool:
+def _other_rank_open(
+    plan: InputPlan, results: list[tuple[InputPlan, PlanResult]], ran: bool = False
+) -> bool:
     """Whether `plan`'s rank was a guess (inferred, several candidates) and a candidate of
-    another rank ran (at some sizes) or stopped on something else than shapes."""
+    another rank ran (at some sizes) or, unless `ran`, stopped on something else than
+    shapes."""
     ranks = [len(s.dims) for s in plan.specs]
     return not plan.evidenced and any(
         [len(s.dims) for s in p.specs] != ranks
-        and (r.ok or (r.code is None and not r.rank_error and not r.refused))
+        and (r.ok or (not ran and r.code is None and not r.rank_error and not r.refused))
         for p, r in results
     )
 
