@@ -733,6 +733,17 @@ class FileChecker:
                 reason = self._failure_reason(result.failure)
                 self._skip(path, line, label, f"{reason} (for {plan.label})")
                 return
+            if (_other_rank_open(plan, results) and not F.layer_sizes(result.failure.module)) or (
+                plan.source == "named" and _other_rank_open(plan, results, ran=True)
+            ):
+                # The rank was guessed and an input of another rank runs, or fails on no
+                # shape: an op that fails on the guessed rank says nothing of the real input;
+                # nor does a layer that fails on a rank read from a name or a docstring, when
+                # the rank the first layer takes runs.
+                record["result"] = "skipped"
+                reason = self._failure_reason(result.failure) + _GUESSED_RANK
+                self._skip(path, line, label, reason)
+                return
             record["result"] = "finding"
             self.findings.append(F.definite(result.code, result.failure, ctx_for(plan, result)))
             return
@@ -1000,24 +1011,38 @@ class FileChecker:
         hints: dict[str, int],
         fixed: dict[str, str],
         failure: Failure,
-    ) -> tuple[dict[str, int], bool] | None:
+    ) -> tuple[dict[str, int], str] | None:
         """Whether the failure comes back, at the same layer or op, when the sizes an op fixed
         take other values: each one more, then every free size equal (a view by one of them).
 
         None when it comes back at every trial; else the trial's sizes where it did not, and
-        whether the forward passed there because a fixed size took the failing layer's own
-        size. The op hid the guard that compared that size with the layer's (a guessed side
-        that is the channels of a mono spectrogram, 1): such a trial is what solving the
-        guard would have given, and a pass there is a pass. A pass at the other trials may
-        be a coincidence (a view by two sizes that were made equal).
+        how it went there: `passed` when the forward passed because a fixed size took the
+        failing layer's own size. The op hid the guard that compared that size with the
+        layer's (a guessed side that is the channels of a mono spectrogram, 1): such a trial
+        is what solving the guard would have given, and a pass there is a pass; `taken` when
+        the layer took the input at that size and the forward failed further on (the rest is
+        solved from there); `unlike` for the other trials, where a pass may be a coincidence
+        (a view by two sizes that were made equal).
         """
         sizes = sorted(s for s in F.layer_sizes(failure.module) if s > 0)
+        taken = None
         for trial in ({name: size} for name in fixed for size in sizes):
-            if self._failure_at(model, plan, {**hints, **trial}) is None:
-                return trial, True
+            ran: list[bool] = []
+            assert failure.module is not None  # it has sizes
+            handle = failure.module.register_forward_hook(lambda *_, ran=ran: ran.append(True))
+            try:
+                again = self._failure_at(model, plan, {**hints, **trial})
+            finally:
+                handle.remove()
+            if again is None:
+                return trial, "passed"
+            if taken is None and ran:
+                taken = trial
+        if taken is not None:
+            return taken, "taken"
         for trial, again in self._trials(model, plan, hints, fixed):
             if not _alike(again, failure):
-                return trial, False
+                return trial, "unlike"
         return None
 
     def _trials(
@@ -1196,12 +1221,17 @@ class FileChecker:
             fixed = world.specialized()
             unlike = self._unlike(model, plan, hints, fixed, failure) if code and fixed else None
             if unlike is not None:
-                trial, passed = unlike
-                if passed:
+                trial, how = unlike
+                if how == "passed":
                     # The sizes the op fixed, at other values, make the whole forward pass.
                     hints.update(trial)
                     result.ok = result.pinned = True
                     return result
+                if how == "taken":
+                    # The layer takes the input at its own size: go on from there.
+                    hints.update(trial)
+                    result.pinned = True
+                    continue
             if unlike is not None and not self._sized_alike(model, plan, hints, fixed, failure):
                 # Seen at one size only: the op that fixed it hides whether others work.
                 result.reason = self._failure_reason(failure) + _fixed_note(fixed)
@@ -1456,6 +1486,24 @@ def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:
     return (
         "no guess of the input's number of dimensions works "
         f"({_brief(failure.exc)}); declare the input shape"
+    )
+
+
+#: Why a failure met only with a guessed input rank is not reported.
+_GUESSED_RANK = " (the input's rank was guessed; declare it with `# torchlint: input-shape=(...)`)"
+
+
+def _other_rank_open(
+    plan: InputPlan, results: list[tuple[InputPlan, PlanResult]], ran: bool = False
+) -> bool:
+    """Whether `plan`'s rank was a guess (inferred, several candidates) and a candidate of
+    another rank ran (at some sizes) or, unless `ran`, stopped on something else than
+    shapes."""
+    ranks = [len(s.dims) for s in plan.specs]
+    return not plan.evidenced and any(
+        [len(s.dims) for s in p.specs] != ranks
+        and (r.ok or (not ran and r.code is None and not r.rank_error and not r.refused))
+        for p, r in results
     )
 
 
