@@ -20,6 +20,7 @@ from torch import fx, nn
 from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
+from torchlint.shapes.sliced_loops import loop_steps, undo
 
 # -- inference from the first consumer -------------------------------------------------------
 
@@ -145,6 +146,8 @@ def module_templates(
         return [[N, fixed(module.in_channels), D, H, W]], torch.float32
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
         return [[N, L]], torch.long
+    if isinstance(module, nn.RNNCellBase):
+        return [[N, fixed(module.input_size)]], torch.float32
     if isinstance(module, nn.RNNBase):
         size = fixed(module.input_size)
         return ([[N, L, size]] if module.batch_first else [[L, N, size]]), torch.float32
@@ -231,6 +234,11 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
         elif name in ("flatten", "view", "reshape"):
             if rank != 2:
                 return None  # only a flat [N, F] input is certain to survive these
+        elif name in ("split", "chunk", "unbind"):
+            undone = undo(shape, name, args)
+            if undone is None:
+                return None
+            shape = undone
         else:
             return None
     return shape
@@ -403,6 +411,9 @@ def infer_from_source(
                 names.pop(item[1], None)
         if isinstance(node, ast.For):
             _note_loop(node, loops)
+            sliced = loop_steps(node, names)
+            if sliced is not None:
+                names[sliced[0]] = sliced[1]
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and id(node) in top_level:
             target = node.targets[0]
             if isinstance(target, ast.Name):
