@@ -562,6 +562,9 @@ def _derived(
     """The steps from an input variable to this expression, if it only reshapes simply."""
     if isinstance(node, ast.Name):
         return list(names[node.id]) if node.id in names else None
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        held = f"{node.value.id}.{node.attr}"  # a tensor an input object holds (`batch.text`)
+        return list(names[held]) if held in names else None
     if isinstance(node, ast.Subscript):
         base = _derived(node.value, names)
         if base is None:
