@@ -133,3 +133,32 @@ def test_pretrained_torchvision_parts_are_built_without_their_weights(tmp_path: 
     found = check_files([(str(path), VGG_SLICES)], timeout=120, stats=stats)
     assert not [d for ds in found.values() for d in ds], found
     assert [r["result"] for rs in stats.values() for r in rs] == ["ok"]
+
+
+class SteppedCell(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.LSTMCell(3, 5)
+
+    def forward(self, series, state):
+        for step in series.split(3, dim=-1):
+            state = self.cell(step, state)
+        return state
+
+
+class UnboundCell(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.GRUCell(4, 5)
+
+    def forward(self, frames, h):
+        for frame in frames.unbind(1):
+            h = self.cell(frame, h)
+        return h
+
+
+def test_a_loop_over_slices_frees_the_sliced_dimension() -> None:
+    from torchlint.shapes.infer import infer_from_source
+
+    assert _shapes(infer_from_source(SteppedCell(), 0)) == [[["N", "L"]]]
+    assert _shapes(infer_from_source(UnboundCell(), 0)) == [[["N", "L", 4]]]

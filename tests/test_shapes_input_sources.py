@@ -132,15 +132,61 @@ if __name__ == "__main__":
 
 def test_options_parsed_in_the_main_block() -> None:
     options = parsed_options(ast.parse(SCRIPT))
-    # `args.nhid` is set again after parsing: its default is not what the script uses.
-    assert vars(options["args"]) == {"model": "GRU", "emsize": 200}
+    # `args.nhid` is set again after parsing, from another option: valued in order.
+    assert vars(options["args"]) == {"model": "GRU", "emsize": 200, "nhid": 400}
+
+
+HELPER = """
+from argparse import ArgumentParser
+
+
+def get_args():
+    parser = ArgumentParser()
+    parser.add_argument("--n_layers", type=int, default=2)
+    parser.add_argument("--no-bidirectional", action="store_false", dest="birnn")
+    parser.add_argument("--lr", type=float, default=0.1)
+    return parser.parse_args()
+"""
+
+HELPED = """
+from options import get_args
+
+args = get_args()
+config = args
+config.n_cells = config.n_layers
+if config.birnn:
+    config.n_cells *= 2
+else:
+    config.n_cells = 0
+config.vocab = len(open("vocab.txt").read())
+for epoch in range(3):
+    config.lr *= 0.5
+"""
+
+
+def test_options_from_a_helper_followed_in_order(tmp_path) -> None:
+    (tmp_path / "options.py").write_text(HELPER)
+    script = tmp_path / "train.py"
+    script.write_text(HELPED)
+    options = parsed_options(ast.parse(HELPED), str(script))
+    assert options["config"] is options["args"]
+    # The branch the defaults take; a size from the data is unknown; a field set in a
+    # loop has no one value.
+    assert vars(options["args"]) == {
+        "n_layers": 2,
+        "birnn": True,
+        "n_cells": 4,
+        "vocab": {"$unknown": True},
+    }
+    assert parsed_options(ast.parse(HELPED)) == {}  # the helper's module is not found
 
 
 def test_call_site_with_options_and_data_sizes() -> None:
     files = [("script.py", SCRIPT)]
     facts = collect(scan(files), files, None)
     entry = next(v for (_, name), v in facts.items() if name == "Tagger")
-    assert entry["ctor"] is None
+    # `other`: every argument known (`args.nhid`, set from another option, is valued).
+    assert entry["ctor"]["args"] == ["GRU", 100, 400]
     assert entry["partial"]["args"] == ["GRU", {"$unknown": True}, 200]
     assert entry["partial"]["kwargs"] == {"dropout": 0.1}
 

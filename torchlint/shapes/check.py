@@ -25,6 +25,7 @@ from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.assumed_inputs import assumed, is_assumed
 from torchlint.shapes.attention_masks import transformer_mask_plans
+from torchlint.shapes.attribute_inputs import attribute_plans
 from torchlint.shapes.budget import BudgetSpent, cpu_budget
 from torchlint.shapes.build import (
     NeedsArguments,
@@ -72,6 +73,7 @@ from torchlint.shapes.inputs import (
 )
 from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
+from torchlint.shapes.mixins import forward_mixin
 from torchlint.shapes.propagate import (
     Failure,
     Session,
@@ -755,6 +757,8 @@ class FileChecker:
             or ("the model failed differently for each possible input shape")
         )
         self._skip(path, line, label, reason)
+        if forward_mixin(type(model)) and not prefix:
+            self.findings[-1]["unless_covered"] = f"{path}::{type(model).__name__}"
 
     def _note_stop(
         self, model: nn.Module, result: PlanResult, label: str, where: tuple[str, int]
@@ -826,6 +830,7 @@ class FileChecker:
                 or (index and transformer_mask_plans(model, names[index], per_input))
                 or (index and state_plans(model, names[index], per_input[0]))
                 or infer_from_base_layer(model, index)
+                or attribute_plans(model, index)
             )
             described = (
                 described_plans(model, names[index], self._config) if index < len(names) else None

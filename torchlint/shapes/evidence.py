@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from torchlint.shapes import option_objects
 from torchlint.shapes.astutil import (
     MISSING,
     dotted,
@@ -34,6 +35,8 @@ from torchlint.shapes.discover import FileInfo
 from torchlint.shapes.script_values import parsed_options
 
 Evidence = dict[str, Any]
+#: `args = get_args()`: a helper may parse the command line (see `option_objects`).
+_HELPER_CALL = re.compile(r"^\s*\w+\s*=\s*\w+\(\)\s*$", re.MULTILINE)
 #: The key, in place of a class name, for the evidence of a file's module-level models.
 MODULE_LEVEL = "<module>"
 
@@ -236,7 +239,9 @@ def _scan_file(
     aliases = import_aliases(tree)
     bound = module_bindings(tree)
     # Options come from `add_argument` defaults: a file that never calls it has none.
-    options = parsed_options(tree) if "parse_" in source and "add_argument" in source else {}
+    parses = "parse_" in source and "add_argument" in source
+    helped = not parses and _HELPER_CALL.search(source)
+    options = parsed_options(tree, abspath, direct=parses) if parses or helped else {}
     used_here: set[tuple[str, str]] = set()
     called_here: set[tuple[str, str]] = set()
     if abspath in by_path:
@@ -593,14 +598,20 @@ def _ctor_args(
     return {"args": args, "kwargs": kwargs, "where": f"{path}:{call.lineno}"}
 
 
-def _option_value(node: ast.expr, options: dict[str, Any]) -> Any:
-    """The argparse default an `args.name` argument takes (MISSING when it is no option)."""
+def _option_value(node: ast.expr, options: dict[str, Any], whole: bool = False) -> Any:
+    """The argparse default an `args.name` argument takes (MISSING when it is no option);
+    `args` itself, with `whole`, as `option_objects.as_argument` writes it."""
+    if whole and isinstance(node, ast.Name) and node.id in options:
+        value = option_objects.as_argument(options[node.id])
+        return value if _jsonable(value) else MISSING
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
         return MISSING
     namespace = options.get(node.value.id)
     if namespace is None or node.attr not in vars(namespace):
         return MISSING
     value = getattr(namespace, node.attr)
+    if value == option_objects.UNKNOWN:
+        return MISSING  # set from the script's data
     return value if _jsonable(value) and value is not None else MISSING
 
 
@@ -621,9 +632,9 @@ def _partial_args(call: ast.Call, path: str, options: dict[str, Any]) -> dict[st
     for node in nodes:
         value = literal(node)
         if value is MISSING:
-            value = _option_value(node, options)
+            value = _option_value(node, options, whole=True)
         values.append(value if value is not MISSING and _jsonable(value) else UNKNOWN)
-    if not any(_option_value(node, options) is not MISSING for node in nodes):
+    if not any(_option_value(node, options, whole=True) is not MISSING for node in nodes):
         return None
     args = values[: len(call.args)]
     kwargs = {kw.arg: v for kw, v in zip(call.keywords, values[len(call.args) :], strict=True)}

@@ -30,6 +30,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+from torchlint.shapes import option_objects
 from torchlint.shapes.ctor_usage import Uses, class_uses
 
 _COUNT = re.compile(r"(layers?|depth|blocks?|stages?|repeats?)$|^n_?layers?$|^num_", re.I)
@@ -105,9 +106,26 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] |
     parameters = [p.replace(default=known[p.name]) if p.name in known else p for p in parameters]
     owner = next((c for c in cls.__mro__ if "__init__" in vars(c)), None)
     variants = guesses_for(parameters, class_uses(owner) if owner is not None else None)
+    # The script's options handed whole (`Model(args)`): the fields it reads from its data
+    # are sized like parameters, per run.
+    options = [name for name, value in known.items() if option_objects.is_options(value)]
+    if variants is None and options and all(p.default is not p.empty for p in parameters):
+        variants = [Variant({}, [{}, {}, {}])]
     if variants is None:
         return None
-    return [Variant(v.fixed, [{**known, **run} for run in v.runs]) for v in variants]
+    for name in options:
+        value = known[name]
+        known[name] = [option_objects.filled(value, sizes) for sizes in _SIZES]
+    return [
+        Variant(
+            v.fixed,
+            [
+                {**{k: w[i] if k in options else w for k, w in known.items()}, **run}
+                for i, run in enumerate(v.runs)
+            ],
+        )
+        for v in variants
+    ]
 
 
 def _known(parameters: list[inspect.Parameter], partial: dict[str, Any]) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from torchlint.shapes.assumed_inputs import assumed_past
 from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
+from torchlint.shapes.sliced_loops import loop_steps, undo
 
 # -- inference from the first consumer -------------------------------------------------------
 
@@ -146,6 +147,8 @@ def module_templates(
         return [[N, fixed(module.in_channels), D, H, W]], torch.float32
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
         return [[N, L]], torch.long
+    if isinstance(module, nn.RNNCellBase):
+        return [[N, fixed(module.input_size)]], torch.float32
     if isinstance(module, nn.RNNBase):
         size = fixed(module.input_size)
         return ([[N, L, size]] if module.batch_first else [[L, N, size]]), torch.float32
@@ -287,6 +290,11 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
             shape.insert(int(args[0]) % (rank + 1), Dim.free(taken))
         elif name == "broadcast":  # `x * mask`: taken to keep x's shape (assumed)
             continue
+        elif name in ("split", "chunk", "unbind"):
+            undone = undo(shape, name, args)
+            if undone is None:
+                return None
+            shape = undone
         else:
             return None
     return shape
@@ -467,6 +475,9 @@ def infer_from_source(
                 names.pop(item[1], None)
         if isinstance(node, ast.For):
             _note_loop(node, loops)
+            sliced = loop_steps(node, names)
+            if sliced is not None:
+                names[sliced[0]] = sliced[1]
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and id(node) in top_level:
             target = node.targets[0]
             if isinstance(target, ast.Name):
@@ -648,6 +659,9 @@ def _derived(
             return found
     if isinstance(node, ast.Name):
         return list(names[node.id]) if node.id in names else None
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        held = f"{node.value.id}.{node.attr}"  # a tensor an input object holds (`batch.text`)
+        return list(names[held]) if held in names else None
     if isinstance(node, ast.Subscript):
         base = _derived(node.value, names)
         if base is None:

@@ -11,6 +11,7 @@ import inspect
 import itertools
 import os
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -57,8 +58,9 @@ class InputPlan:
     #: For messages: "the declared input [1, 3, 224, 224]".
     label: str = ""
     #: Per forward argument, how many specs it takes as one list (`images: list[Tensor]`),
-    #: 0 for one plain tensor; empty: one tensor per argument.
-    packed: tuple[int, ...] = ()
+    #: 0 for one plain tensor, or the names of the attributes of an object holding them
+    #: (`batch.premise`); empty: one tensor per argument.
+    packed: tuple[int | tuple[str, ...], ...] = ()
     #: Its sizes are those of the layer that takes the input as it is (a recurrent layer's
     #: state): the analysis never frees or unties them.
     exact: bool = False
@@ -74,6 +76,10 @@ class InputPlan:
         out: list[Any] = []
         start = 0
         for size in self.packed:
+            if isinstance(size, tuple):  # an object holding tensors (`batch.premise`)
+                out.append(SimpleNamespace(**dict(zip(size, tensors[start:], strict=False))))
+                start += len(size)
+                continue
             out.append(list(tensors[start : start + size]) if size else tensors[start])
             start += size or 1
         return out

@@ -14,6 +14,8 @@ import ast
 import builtins
 from typing import Any
 
+from torchlint.shapes import option_objects
+
 _PURE_CALLS = frozenset({"int", "float", "str", "bool", "round", "min", "max", "abs", "len"})
 _PARSE = ("parse_args", "parse_known_args")
 
@@ -75,22 +77,24 @@ def _assignment(tree: ast.Module, name: str) -> ast.expr | None:
     return None
 
 
-def parsed_options(tree: ast.Module) -> dict[str, argparse.Namespace]:
+def parsed_options(
+    tree: ast.Module, path: str | None = None, direct: bool = True
+) -> dict[str, argparse.Namespace]:
     """`{"opt": Namespace(ngf=64, ...)}` for each `opt = parser.parse_args()` at top level
-    (or in the script's `__main__` block)."""
-    defaults: dict[str, dict[str, Any]] = {}
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "add_argument"
-            and isinstance(node.func.value, ast.Name)
-        ):
-            found = _argument_default(node)
-            if found is not None:
-                defaults.setdefault(node.func.value.id, {}).setdefault(*found)
+    (or in the script's `__main__` block), or `opt = get_args()` of a helper that returns
+    it (see `option_objects`; with `path`, a helper in a sibling module too). Without
+    `direct`, only the helpers' (the module calls no `add_argument` itself)."""
+    defaults = _defaults(tree) if direct else {}
     options = {}
+    calls = {id(node): name for node in _top_level(tree) if (name := _bare_call(node))}
+    helpers = option_objects.helper_parsers(tree, path, set(calls.values())) if calls else {}
+    creators = set()
     for node in _top_level(tree):
+        if calls.get(id(node)) in helpers:
+            found = _defaults(helpers[calls[id(node)]])
+            if len(found) == 1:  # one parser in the helper
+                options[node.targets[0].id] = argparse.Namespace(**next(iter(found.values())))
+                creators.add(id(node))
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value
@@ -105,19 +109,54 @@ def parsed_options(tree: ast.Module) -> dict[str, argparse.Namespace]:
             and value.func.value.id in defaults
         ):
             options[target.id] = argparse.Namespace(**defaults[value.func.value.id])
+            creators.add(id(node))
     if not options:
         return options  # nothing parsed: no second walk for reassigned fields
-    for name, attribute in _reassigned(tree):
+    # `config = args`, `args.n_cells = args.n_layers` at top level, in the script's order.
+    following = [n for n in _top_level(tree) if id(n) not in creators]
+    followed = option_objects.follow(following, options)
+    for name, attribute in _reassigned(tree, followed):
         # `args.nhid = 2 * args.emsize` after parsing: the default is not what is used.
         if name in options:
             vars(options[name]).pop(attribute, None)
     return options
 
 
-def _reassigned(tree: ast.Module) -> set[tuple[str, str]]:
-    """`(opt, field)` for each `opt.field = ...` (or `+=`) anywhere in the module."""
+def _bare_call(node: ast.stmt) -> str | None:
+    """`f` of a statement `name = f()`."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    value = node.value
+    if not (isinstance(node.targets[0], ast.Name) and isinstance(value, ast.Call)):
+        return None
+    if value.args or value.keywords or not isinstance(value.func, ast.Name):
+        return None
+    return value.func.id
+
+
+def _defaults(tree: ast.Module) -> dict[str, dict[str, Any]]:
+    """`{parser: {dest: default}}` from the module's `parser.add_argument(...)` calls."""
+    defaults: dict[str, dict[str, Any]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+            and isinstance(node.func.value, ast.Name)
+        ):
+            found = _argument_default(node)
+            if found is not None:
+                defaults.setdefault(node.func.value.id, {}).setdefault(*found)
+    return defaults
+
+
+def _reassigned(tree: ast.Module, followed: set[int]) -> set[tuple[str, str]]:
+    """`(opt, field)` for each `opt.field = ...` (or `+=`) anywhere in the module, but for
+    the statements (by id) whose value `option_objects.follow` knows."""
     found = set()
     for node in ast.walk(tree):
+        if id(node) in followed:
+            continue
         if isinstance(node, ast.Assign):
             targets = [t for target in node.targets for t in _flattened(target)]
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -190,7 +229,7 @@ def _define(
     depth: int,
 ) -> bool:
     value = _assignment(tree, name)
-    if value is None or depth > 8 or not _plain(value):
+    if value is None or depth > 8 or not plain(value):
         return False
     for needed in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}:
         known = (
@@ -208,7 +247,7 @@ def _define(
     return True
 
 
-def _plain(node: ast.expr) -> bool:
+def plain(node: ast.expr) -> bool:
     """Only names, attributes, literals, arithmetic and pure builtin calls."""
     for inner in ast.walk(node):
         if isinstance(inner, ast.Call):

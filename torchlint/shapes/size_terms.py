@@ -11,6 +11,7 @@ the runs failed in different ways: no message, and the finding is not reported.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
 from collections.abc import Iterator
@@ -27,7 +28,10 @@ def variables(runs: list[dict[str, Any]]) -> dict[str, tuple[int, ...]]:
     """Each integer argument (and each item of a shape tuple) with its value in every run."""
     found: dict[str, tuple[int, ...]] = {}
     for name, value in runs[0].items():
-        if _integer(value):
+        if isinstance(value, argparse.Namespace):  # the script's options (`config.d_out`)
+            fields = [{f"{name}.{k}": v for k, v in vars(run[name]).items()} for run in runs]
+            found.update(variables(fields))
+        elif _integer(value):
             found[name] = tuple(run[name] for run in runs)
         elif isinstance(value, tuple) and all(_integer(v) for v in value):
             for index in range(len(value)):
