@@ -1181,8 +1181,17 @@ class FileChecker:
         """Symbolic analysis: negate the failing guard and look for sizes that satisfy it."""
         result.hints = hints  # updated in place as sizes are solved for
         flipped: set[Any] = set()
+        # The sizes each attempt started from, and where it left the result (see `_Round`).
+        rounds: list[_Round] = []
 
         for attempt in range(_MAX_FLIPS):
+            again = _repeated(rounds, hints, len(result.constraints))
+            if again is not None:
+                # Back at sizes an earlier attempt started from: the attempts after would
+                # only go round the same sizes again; end where they would have ended.
+                again.restore(result)
+                break
+            rounds.append(_Round(dict(hints), len(result.constraints)))
             world = World(model, plan, hints, symbolic=True, session=self._session(model))
             failure = self._analyze(world, graph_for_analysis)
             if failure is None and attempt == 0 and graph_for_analysis() is not None:
@@ -1250,8 +1259,9 @@ class FileChecker:
                 return result
             target = sympy.Not(guard)
             symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
-            solution = _solve([target, *_path_guards(world, failure, flipped)], world, symbol_hints)
-            if solution is None:
+            path = _path_guards(world, failure, flipped)
+            solution = _solve([target, *path], world, symbol_hints)
+            if solution is None and path:  # without them (else the same problem again)
                 solution = _solve([target], world, symbol_hints)
             if solution is None:
                 if code is None or _searched_too_little(target, world):
@@ -1270,8 +1280,42 @@ class FileChecker:
             for symbol, value in solution.items():
                 hints[world.names[symbol]] = max(int(value), 1)
             result.pinned = True
+            rounds[-1].left(result, hints)
         result.reason = "no input size found that the model accepts"
         return result
+
+
+@dataclass
+class _Round:
+    """One attempt of a search: the sizes it started from, the constraints found before it,
+    and what it left in the result when it solved for other sizes."""
+
+    start: dict[str, int]
+    constraints: int
+    hints: dict[str, int] = field(default_factory=dict)
+    failure: Failure | None = None
+    rank_error: bool = False
+    names: dict[Any, str] = field(default_factory=dict)
+
+    def left(self, result: PlanResult, hints: dict[str, int]) -> None:
+        self.hints = dict(hints)
+        self.failure, self.rank_error, self.names = result.failure, result.rank_error, result.names
+
+    def restore(self, result: PlanResult) -> None:
+        result.hints.clear()
+        result.hints.update(self.hints)
+        result.failure, result.rank_error, result.names = self.failure, self.rank_error, self.names
+
+
+def _repeated(rounds: list[_Round], hints: dict[str, int], constraints: int) -> _Round | None:
+    """The round the search's last attempt would have ended like, when `hints` are the sizes
+    an earlier attempt started from and no constraint was found since: the search goes round
+    the same attempts until `_MAX_FLIPS`. None when it does not."""
+    for first, earlier in enumerate(rounds):
+        if earlier.start == hints and earlier.constraints == constraints:
+            period = len(rounds) - first
+            return rounds[first + (_MAX_FLIPS - 1 - len(rounds)) % period]
+    return None
 
 
 #: Sizes tried (for all spatial or length dims at once) when the first guess fails.
