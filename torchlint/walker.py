@@ -287,15 +287,19 @@ def walk(
         node = stack.pop()
         if node is _LEAVE:
             node = ancestors.pop()
-            calls.leave(node)  # type: ignore[arg-type]
+            calls.run(_ON_LEAVE, node)  # type: ignore[arg-type]
             continue
-        calls.visit(node)  # type: ignore[arg-type]
+        calls.run(_ON_VISIT, node)  # type: ignore[arg-type]
         ancestors.append(node)  # type: ignore[arg-type]
         stack.append(_LEAVE)
         children = iter_children(node)  # type: ignore[arg-type]
         if children:
             children.reverse()
             stack.extend(children)
+
+
+#: Which callbacks `_Calls.run` makes: on the way into a node, or out of it.
+_ON_VISIT, _ON_LEAVE = 0, 1
 
 
 class _Calls:
@@ -312,20 +316,11 @@ class _Calls:
         #: Visit and leave callbacks by node type, filled as types are met.
         self.by_type: tuple[dict[type, Sequence[Callback]], ...] = ({}, {})
 
-    def visit(self, node: cst.CSTNode) -> None:
-        callbacks = self.by_type[0].get(type(node))
+    def run(self, which: int, node: cst.CSTNode) -> None:
+        """Call the `_ON_VISIT` or `_ON_LEAVE` callbacks of the node's type on it."""
+        callbacks = self.by_type[which].get(type(node))
         if callbacks is None:
-            callbacks = self.callbacks(0, type(node))
-        for callback in callbacks:
-            try:
-                callback(node)
-            except Exception as exc:
-                self.fail(callback, node, exc)
-
-    def leave(self, node: cst.CSTNode) -> None:
-        callbacks = self.by_type[1].get(type(node))
-        if callbacks is None:
-            callbacks = self.callbacks(1, type(node))
+            callbacks = self.callbacks(which, type(node))
         for callback in callbacks:
             try:
                 callback(node)
@@ -377,4 +372,4 @@ def _walk_indexed(
         closing.append(ends[current])
     while closing:
         closing.pop()
-        calls.leave(ancestors.pop())
+        calls.run(_ON_LEAVE, ancestors.pop())

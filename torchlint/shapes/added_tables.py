@@ -9,7 +9,7 @@ import ast
 import torch
 from torch import nn
 
-from torchlint.shapes.infer import forward_function, forward_params
+from torchlint.shapes.infer import forward_input
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
 
 
@@ -56,13 +56,10 @@ def _plan(table: torch.Tensor, items: list[ast.AST]) -> InputPlan | None:
 
 def infer_from_added_table(module: nn.Module, index: int) -> list[InputPlan] | None:
     """The plan for forward input `index` when forward adds it to a sliced table."""
-    function = forward_function(module)
-    if function is None:
+    found = forward_input(module, index)
+    if found is None:
         return None
-    params = forward_params(function)
-    if index >= len(params):
-        return None
-    name = params[index]
+    function, name = found
     for node in ast.walk(function):
         if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
             continue

@@ -12,7 +12,7 @@ import ast
 import torch
 from torch import nn
 
-from torchlint.shapes.infer import forward_function, forward_params, infer_from_source
+from torchlint.shapes.infer import forward_input, infer_from_source
 from torchlint.shapes.inputs import InputPlan
 
 #: Attributes of a tensor itself: an input read through them is a tensor.
@@ -22,13 +22,10 @@ _TENSOR_ATTRIBUTES = frozenset(dir(torch.Tensor))
 def attribute_plans(model: nn.Module, index: int) -> list[InputPlan] | None:
     """The plan of forward input `index` when forward reads it only through attributes
     (`batch.premise`) and each attribute's shape can be inferred, else None."""
-    function = forward_function(model)
-    if function is None:
+    found = forward_input(model, index)
+    if found is None:
         return None
-    params = forward_params(function)
-    if index >= len(params):
-        return None
-    name = params[index]
+    function, name = found
     fields = _fields(function, name)
     if not fields:
         return None

@@ -16,7 +16,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchlint.shapes.infer import forward_function, forward_params, infer_from_source
+from torchlint.shapes.infer import (
+    forward_function,
+    forward_input,
+    forward_params,
+    infer_from_source,
+)
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
 
 #: Feature maps passed for a list input (pyramid levels).
@@ -101,13 +106,10 @@ def _handed_to(call: ast.Call, name: str, module: nn.Module) -> tuple[nn.Module,
 
 def element_plans(module: nn.Module, index: int, depth: int = 0) -> list[InputPlan] | None:
     """The shape of one element of forward input `index` (a list), as plans of one tensor."""
-    function = forward_function(module)
-    if function is None:
+    found = forward_input(module, index)
+    if found is None:
         return None
-    params = forward_params(function)
-    if index >= len(params):
-        return None
-    name = params[index]
+    function, name = found
     for node in ast.walk(function):
         if isinstance(node, (ast.For, ast.comprehension)):
             element = _element_name(node, name)

@@ -433,6 +433,17 @@ def forward_params(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str
     return [a.arg for a in function.args.posonlyargs + function.args.args][1:]
 
 
+def forward_input(
+    module: nn.Module, index: int
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+    """The parsed `forward` of the module's class and the name of its input `index`."""
+    function = forward_function(module)
+    if function is None:
+        return None
+    params = forward_params(function)
+    return (function, params[index]) if index < len(params) else None
+
+
 def infer_from_source(
     model: nn.Module,
     index: int,
