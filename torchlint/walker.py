@@ -346,7 +346,7 @@ def _walk_indexed(
     order, ends = index.order, index.ends
     visiting, leaving = calls.by_type
     closing: list[int] = []  # where each node on `ancestors` (of this walk) is left
-    # `_Calls.visit` and `.leave` written out: this loop runs for every node of the file.
+    # `_Calls.run` written out: this loop runs for every node of the file.
     for current in range(position, ends[position]):
         while closing and closing[-1] <= current:
             closing.pop()

@@ -503,7 +503,7 @@ def infer_from_source(
         target = self_path(node.func)
         if target is None and isinstance(node.func, ast.Name):
             target = loops.get(node.func.id)
-        if target is None and (_super_forward(node.func) or _own_functional(node.func, model)):
+        if target is None and (super_forward(node.func) or _own_functional(node.func, model)):
             # A subclass of a built-in layer calling the layer's own forward, or the
             # functional form of it on its own weights (`F.layer_norm(x, self.normalized_shape`).
             found = module_templates(model, own_forward=False)
@@ -812,8 +812,8 @@ def _depth(node: ast.AST) -> int:
     return sum(1 for _ in ast.walk(node))
 
 
-def _super_forward(func: ast.AST) -> bool:
-    """`super().forward`."""
+def super_forward(func: ast.AST) -> bool:
+    """Whether the expression is `super().forward`."""
     return (
         isinstance(func, ast.Attribute)
         and func.attr == "forward"

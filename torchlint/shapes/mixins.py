@@ -13,6 +13,7 @@ import inspect
 from torch import nn
 
 from torchlint.shapes.astutil import function_source
+from torchlint.shapes.infer import super_forward
 
 
 def forward_mixin(cls: type) -> bool:
@@ -27,14 +28,4 @@ def forward_mixin(cls: type) -> bool:
         tree = ast.parse(source) if source else None
     except SyntaxError:
         return False
-    return tree is not None and any(_super_forward(node) for node in ast.walk(tree))
-
-
-def _super_forward(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "forward"
-        and isinstance(node.value, ast.Call)
-        and isinstance(node.value.func, ast.Name)
-        and node.value.func.id == "super"
-    )
+    return tree is not None and any(super_forward(node) for node in ast.walk(tree))
