@@ -1339,14 +1339,16 @@ def _probes(sizes: list[str]) -> Iterator[dict[str, int]]:
 _SCALES = (4, 16, 64)
 
 
-#: Errors of ops that need concrete sizes (the symbolic run cannot go past them).
+#: A symbolic size where an op takes a number (`is_causal=q_len > 1`): a run with the
+#: same sizes as numbers decides at once whether the model passes.
+_SYMBOLIC_ONLY = re.compile(r"must be \w+, not Sym(?:Bool|Int|Float)")
+#: Errors of ops that need concrete sizes (the symbolic run cannot go past them); those of
+#: `_SYMBOLIC_ONLY` among them, for a model whose run with numbers failed too.
 _SYMBOLIC_LIMIT = re.compile(
     r"expected to contain only concrete integers|GuardOnDataDependentSymNode|"
     r"data-dependent|Cannot call (?:sizes|strides|numel|storage_offset)\(\)|"
-    r"must be bool, not SymBool"
+    + _SYMBOLIC_ONLY.pattern
 )
-#: A symbolic size where an op takes a number: the symbolic run's limit, not the model's.
-_SYMBOLIC_ONLY = re.compile(r"must be \w+, not Sym(?:Bool|Int|Float)")
 _BATCH_REFUSED = re.compile(r"batch sizes? (> ?1|larger than 1|greater than 1|of 1)", re.I)
 
 
