@@ -8,7 +8,10 @@ folder, a connection to the test's socket, or a process left behind fails the te
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -179,3 +182,30 @@ def test_shape_tables_refuse_to_run_when_the_environment_says_no(tmp_path: Path)
     result = run_cli("shapes", "model.py", cwd=tmp_path, env={"TORCHLINT_NO_SHAPES": "1"})
     assert result.returncode == 2
     assert "TORCHLINT_NO_SHAPES" in result.stderr
+
+
+def test_native_libraries_open_only_from_installed_packages(tmp_path: Path) -> None:
+    """torchvision's operators load through ctypes when it is imported: a library under the
+    installed packages' folders opens; one in the linted tree, or a bare name, does not."""
+    import _json
+
+    library = Path(_json.__file__)
+    for folder in ("site-packages", "tree"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(library, tmp_path / folder / library.name)
+    script = f"""
+import ctypes, tempfile
+from torchlint.shapes import sandbox
+sandbox.install(tempfile.mkdtemp(), [], libraries=[{str(tmp_path / "site-packages")!r}])
+ctypes.CDLL({str(tmp_path / "site-packages" / library.name)!r})
+for name in ({str(tmp_path / "tree" / library.name)!r}, None, "libc.so.6"):
+    try:
+        ctypes.CDLL(name)
+    except sandbox.Blocked as exc:
+        print("refused:", exc)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("refused: the model's code loads native code (ctypes)") == 3

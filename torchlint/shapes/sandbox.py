@@ -6,7 +6,9 @@ engine are imported, the worker installs a PEP 578 audit hook that refuses, from
 process creation and signals (`os.system`, `subprocess.Popen`, `os.fork`, `os.exec*`,
 `os.posix_spawn`, `os.kill`), new threads, network access, file writes, deletes, renames
 and permission changes outside a private temporary folder, and native code loaded through
-`ctypes`/`cffi`. Reads are allowed: torch and the user's imports need them.
+`ctypes`/`cffi`, except an installed package's own library (torchvision's operators, which
+`import torchvision` opens through `torch.ops.load_library`).
+Reads are allowed: torch and the user's imports need them.
 
 A refused action raises `Blocked` (a `PermissionError`), which the check reports as a
 TL690 naming it ("Blocked: the model's code runs a subprocess"). The engine's own calls
@@ -115,8 +117,16 @@ class Blocked(PermissionError):
     """User code tried something the shape worker refuses."""
 
 
-def install(private: str, engine: Iterable[Callable[..., Any]]) -> None:
-    """Refuse side effects from now on, except writes under `private` and `engine`'s calls.
+def _under(real: str, folder: str) -> bool:
+    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def install(
+    private: str, engine: Iterable[Callable[..., Any]], libraries: Iterable[str] = ()
+) -> None:
+    """Refuse side effects from now on, except writes under `private`, `engine`'s calls and
+    opening a native library by its path under one of `libraries` (where installed packages
+    live).
 
     Irreversible: audit hooks cannot be removed. Call it after torch and the engine's
     modules are imported.
@@ -124,6 +134,7 @@ def install(private: str, engine: Iterable[Callable[..., Any]]) -> None:
     private = os.path.realpath(private)
     own = (_set, die_with_parent)
     engine_codes: frozenset[CodeType] = frozenset(f.__code__ for f in (*engine, *own))
+    trusted = [os.path.realpath(f) for f in libraries]
 
     def inside(path: object) -> bool:
         if isinstance(path, int):
@@ -133,7 +144,15 @@ def install(private: str, engine: Iterable[Callable[..., Any]]) -> None:
         if not isinstance(path, str):
             return False
         real = os.path.realpath(path)
-        return real in _WRITABLE or real == private or real.startswith(private + os.sep)
+        return real in _WRITABLE or _under(real, private)
+
+    def installed_library(name: object) -> bool:
+        if isinstance(name, bytes):
+            name = os.fsdecode(name)
+        if not isinstance(name, str) or not os.path.isabs(name):
+            return False  # a bare name is looked up on the system's library path
+        real = os.path.realpath(name)
+        return any(_under(real, folder) for folder in trusted)
 
     def refuse(what: str) -> None:
         raise Blocked(f"the model's code {what}")
@@ -147,6 +166,8 @@ def install(private: str, engine: Iterable[Callable[..., Any]]) -> None:
         reason = _REFUSED.get(event)
         if reason is not None:
             if sys._getframe(1).f_code in engine_codes:
+                return
+            if event == "ctypes.dlopen" and args and installed_library(args[0]):
                 return
             refuse(reason)
         file_event = _FILE_EVENTS.get(event)

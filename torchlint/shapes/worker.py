@@ -53,7 +53,7 @@ _torch_imported = time.perf_counter()
 from torchlint.shapes import compat, pretrained  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
-from torchlint.shapes.loader import Project  # noqa: E402
+from torchlint.shapes.loader import Project, environment_paths  # noqa: E402
 from torchlint.shapes.sandbox import Blocked, die_with_parent, install, limit_child  # noqa: E402
 
 _engine_imported = time.perf_counter()
@@ -407,7 +407,8 @@ def main() -> None:
     pretrained.skip_downloads()
     compat.load_native_openers()
     private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
-    install(private, engine=[fork_child, end_child, preload, _limit_memory])
+    engine = [fork_child, end_child, preload, _limit_memory]
+    install(private, engine, libraries=environment_paths())
     ready = time.perf_counter()
     phases = {
         "torch": _torch_imported - _started,
