@@ -137,3 +137,22 @@ def test_readme_sample_output_is_what_torchlint_prints() -> None:
             assert line in printed, (
                 f"{command}: README shows a line torchlint does not print:\n{line}"
             )
+
+
+@pytest.mark.parametrize(
+    ("message", "unfinished"),
+    [
+        ("could not import the file: RuntimeError: operator torchvision::nms does not exist", True),
+        ("shape check skipped: the worker stopped", True),
+        ("shape check of Net skipped: Blocked: the model's code runs a subprocess", True),
+        ("shape check of Net skipped: needs arguments: hidden_size", False),
+    ],
+)
+def test_a_file_that_cannot_be_imported_counts_as_a_check_that_did_not_finish(
+    message: str, unfinished: bool
+) -> None:
+    from torchlint.diagnostic import Diagnostic
+    from torchlint.runner import _unfinished
+
+    skipped = Diagnostic("model.py", 1, 1, 1, 2, "TL690", "shape-check-skipped", message)
+    assert _unfinished(skipped) is unfinished

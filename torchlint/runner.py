@@ -520,10 +520,11 @@ def _shape_report(
 
 
 def _unfinished(diagnostic: Diagnostic) -> bool:
-    """A check stopped by the sandbox, a limit or a crash (not a model that needs arguments)."""
+    """A check stopped by the sandbox, a limit, a crash or a file that cannot be imported (not
+    a model that needs arguments)."""
     message = diagnostic.message
     return diagnostic.code == SKIPPED and (
-        message.startswith("shape check skipped:")
+        message.startswith(("shape check skipped:", "could not import the file:"))
         or "Blocked:" in message
         or "the file's check did not finish" in message  # shapes.UNFINISHED, per model
     )
