@@ -871,9 +871,12 @@ def _uncommon(
     """TL607 for a model (without evidence) that accepts no usual image size.
 
     A condition on a video's frame count (or a volume's depth) alone is not about image
-    sides: the usual image sizes say nothing of it.
+    sides: the usual image sizes say nothing of it, nor of the sides of a feature map (a
+    head taking a backbone's 2048 channels).
     """
     if ctx.plan.evidenced or set(squares) & set(COMMON_IMAGE_SIZES):
+        return None
+    if not _image_channels(ctx):
         return None
     if not {"H", "W"} & set(spatial):
         return None
@@ -906,6 +909,17 @@ def _uncommon(
         else:
             message += f"; for {side} input it gets {value}"
     return with_fix(_finding("TL607", message, failure, ctx, prefer_layer=True), fixed)
+
+
+#: The most channels an image has (RGBA); a fixed channel count above it is a feature map.
+_IMAGE_CHANNELS = 4
+
+
+def _image_channels(ctx: Context) -> bool:
+    """Whether the model's first input may be an image: its channels, where fixed, are few."""
+    spec = ctx.plan.specs[0] if ctx.plan.specs else None
+    dims = spec.dims if spec is not None else []
+    return len(dims) < 3 or dims[1].name is not None or dims[1].hint <= _IMAGE_CHANNELS
 
 
 def _value_at(expr: Any, size: int, ctx: Context) -> int | None:

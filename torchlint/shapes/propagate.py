@@ -257,8 +257,9 @@ class World:
         return compat.guard_exprs(self.env, mark)
 
     def specialized(self) -> dict[str, str]:
-        """Free input sizes an op fixed to their value (`unfold`, `fft_fftn` need numbers):
-        input size name -> op. What fails after that was only seen at that size."""
+        """Free input sizes an op fixed to their value (`unfold`, `fft_fftn` need numbers; a
+        `pad` computed from the size, `(H - 1) // 2 + 1 == 48`): input size name -> op. What
+        fails after that was only seen at that size."""
         if self.env is None:
             return {}
         guards = self.env.guards
@@ -270,9 +271,15 @@ class World:
                 expr = guard.expr
                 if not isinstance(expr, sympy.Eq):
                     continue
-                symbols = [a for a in expr.args if a in self.names]
-                if symbols and any(isinstance(a, sympy.Integer) for a in expr.args):
-                    out.setdefault(self.names[symbols[0]], step.op)
+                if not any(isinstance(a, sympy.Integer) for a in expr.args):
+                    continue
+                fixed = [a for a in expr.args if a in self.names][:1]
+                if not fixed and step.op in _FIXES_BY_EXPRESSION:
+                    inside = {s for a in expr.args for s in getattr(a, "free_symbols", ())}
+                    if all(s in self.names for s in inside):
+                        fixed = sorted(inside, key=str)
+                for symbol in fixed:
+                    out.setdefault(self.names[symbol], step.op)
         return out
 
 
@@ -463,6 +470,10 @@ def library_layer(layer: nn.Module, user_files: set[str]) -> bool:
 
 
 _RESHAPES = frozenset({"view", "reshape"})
+#: Ops on one tensor whose fake-tensor rule fixes the sizes an expression of them gives
+#: (`pad` on torch 2.15: `(H - 1) // 2 + 1 == 48`). Elsewhere such a guard is a condition the
+#: model sets (a position table added to the tokens), not an op that wanted numbers.
+_FIXES_BY_EXPRESSION = frozenset({"pad"})
 _COMPARISONS = frozenset(
     {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge, operator.and_}
 )
