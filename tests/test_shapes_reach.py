@@ -64,3 +64,26 @@ def test_builders_of_another_family_come_first() -> None:
     found = further_builders({"EfficientNet": {"builders": sizes}}, 2)
     assert found[0] == "efficientnet_v2_s"
     assert "efficientnet_b0" not in found and len(found) == len(sizes) - 2
+
+
+def test_a_model_built_from_a_missing_package_says_which(tmp_path) -> None:
+    from tests.conftest import run_cli
+
+    (tmp_path / "backbone.py").write_text(
+        "import torch.nn as nn\n"
+        "from torchlint_test_absent_package import models\n"
+        "\n"
+        "\n"
+        "class Features(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.stages = nn.Sequential(*models.vgg16().features[:4])\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return self.stages(x)\n"
+    )
+    result = run_cli("--no-cache", "--select", "TL690", "backbone.py", cwd=tmp_path)
+    assert "shape check of Features skipped: could not build Features()" in result.stdout
+    assert (
+        "(torchlint_test_absent_package, which its file imports, is not installed)" in result.stdout
+    ), result.stdout

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import inspect
 import re
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from torchlint.shapes import findings as F
 from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.assumed_inputs import assumed, is_assumed
+from torchlint.shapes.astutil import import_aliases, parse
 from torchlint.shapes.attention_masks import transformer_mask_plans
 from torchlint.shapes.attribute_inputs import attribute_plans
 from torchlint.shapes.budget import BudgetSpent, cpu_budget
@@ -273,7 +276,8 @@ class FileChecker:
                     value = build(value, [], {})
                 except Exception as exc:
                     line = value.__code__.co_firstlineno
-                    self._skip(path, line, name, f"could not build {name}(): {_brief(exc)}")
+                    why = f"could not build {name}(): {_brief(exc)}{self._missing_note(value)}"
+                    self._skip(path, line, name, why)
                     continue
             if isinstance(value, nn.Module):
                 site = site_of(value)
@@ -401,7 +405,8 @@ class FileChecker:
             model = build(cls, args, kwargs)
         except Exception as exc:
             call = request.call or _call_text(name, args, kwargs)
-            self._skip(*request.where, name, f"could not build {call}: {_brief(exc)}")
+            why = f"could not build {call}: {_brief(exc)}{self._missing_note(cls)}"
+            self._skip(*request.where, name, why)
             return False
         self._config = _config_in(kwargs)
         try:
@@ -1114,6 +1119,27 @@ class FileChecker:
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
 
+    def _missing_note(self, built: Any) -> str:
+        """` (torchvision, which its file imports, is not installed)` when the module that
+        defines `built` holds stand-ins for imports that failed, else nothing."""
+        module = sys.modules.get(getattr(built, "__module__", "") or "")
+        stubs = [b for b, v in vars(module).items() if is_stub(v)] if module else []
+        if not stubs:
+            return ""
+        tree = None
+        with contextlib.suppress(OSError, TypeError):
+            tree = parse(inspect.getsource(module))
+        origins = import_aliases(tree) if tree is not None else {}
+        packages = {origins.get(bound, "").split(".")[0] for bound in stubs}
+        packages.discard("")
+        if not packages:
+            return ""
+        absent = sorted(p for p in packages if _not_installed(p))
+        if absent:
+            verb = "is" if len(absent) == 1 else "are"
+            return f" ({', '.join(absent)}, which its file imports, {verb} not installed)"
+        return f" ({', '.join(sorted(packages))}, which its file imports, could not be imported)"
+
     def _analyze(self, world: World, graph_for_analysis: Any) -> Failure | None:
         traced = None if world.plan.packed else graph_for_analysis()
         if traced is not None:
@@ -1656,6 +1682,13 @@ def _failure_reason(failure: Failure, stubbed: list[str]) -> str:
     if failure.frame is not None:
         where = f" at line {failure.frame[1]}"
     return f"the forward pass failed{where}: {_brief(failure.exc)}"
+
+
+def _not_installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is None
+    except (ImportError, ValueError):
+        return True
 
 
 def _config_in(kwargs: dict[str, Any]) -> Any:
