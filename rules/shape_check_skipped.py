@@ -16,7 +16,8 @@ class ShapeCheckSkipped(Rule):
     reported, so a run never passes over a model in silence. A model whose forward stops
     where sizes start to depend on the values of tensors (a detector keeping the boxes that
     score well) is checked up to there; the layers it had not reached are named. Off by
-    default.
+    default: a run that does not show it says on standard error how many models were not
+    shape-checked (`warning: 3 models not shape-checked; see --extend-select TL690`).
 
     ## Why is this bad?
     Shape bugs in such a module go unreported. Most reasons can be removed: give the

@@ -156,3 +156,24 @@ def test_a_file_that_cannot_be_imported_counts_as_a_check_that_did_not_finish(
 
     skipped = Diagnostic("model.py", 1, 1, 1, 2, "TL690", "shape-check-skipped", message)
     assert _unfinished(skipped) is unfinished
+
+
+def test_models_skipped_without_tl690_shown_are_counted_on_stderr(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="shape checks (TL6xx) need torch installed")
+    (tmp_path / "blocks.py").write_text(
+        "import torch.nn as nn\n\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, inner):\n"
+        "        super().__init__()\n"
+        "        self.inner = inner\n\n"
+        "    def forward(self, x):\n"
+        "        return self.inner(x)\n"
+    )
+    (tmp_path / "model.py").write_text(MODEL)
+    hidden = run_cli(".", "--no-cache", cwd=tmp_path)
+    assert hidden.returncode == 0, hidden.stderr
+    assert "All checks passed!" in hidden.stdout
+    assert "warning: 1 model not shape-checked; see --extend-select TL690" in hidden.stderr
+    shown = run_cli(".", "--no-cache", "--extend-select", "TL690", cwd=tmp_path)
+    assert "TL690 shape check of Block skipped: needs arguments: inner" in shown.stdout
+    assert "not shape-checked" not in shown.stderr

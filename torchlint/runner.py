@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from torchlint.cache import CACHE_DIR_NAME, ResultCache, cache_key
 from torchlint.config import FileSettings, Overrides, settings_for
@@ -169,7 +169,7 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
         if options.fix_mode:
             found_diagnostics = _fix_all(tasks, found_diagnostics, options, result)
         result.diagnostics.extend(found_diagnostics)
-        shape_found, unfinished = _shape_diagnostics(
+        shape_found, unchecked = _shape_diagnostics(
             tasks, cache, overrides, result, options.progress, next(iter(early), None)
         )
     finally:
@@ -178,7 +178,7 @@ def run(paths: list[Path], overrides: Overrides, options: RunOptions) -> RunResu
     if options.fix_mode and options.unsafe_fixes:
         shape_found = _fix_shapes(tasks, shape_found, options, result)
     result.diagnostics.extend(shape_found)
-    _note_unfinished(result, unfinished)
+    _note_unchecked(result, unchecked)
     cache.save()
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
@@ -199,20 +199,36 @@ def run_source(
     diagnostics = _lint_one(task)
     if options.fix_mode:
         diagnostics = _fix_all([task], diagnostics, options, result)
-    shape_found, unfinished = _shape_diagnostics([task], None, overrides, result)
+    shape_found, unchecked = _shape_diagnostics([task], None, overrides, result)
     result.diagnostics = diagnostics + shape_found
-    _note_unfinished(result, unfinished)
+    _note_unchecked(result, unchecked)
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
 
 
-def _note_unfinished(result: RunResult, files: int) -> None:
-    """Never a bare "All checks passed!" when some shape check did not happen."""
-    if files and not any(d.code == SKIPPED for d in result.diagnostics):
-        result.warnings.append(
-            f"shape checks did not finish for {files} file{'s' if files != 1 else ''};"
-            f" see --extend-select {SKIPPED}"
-        )
+class Unchecked(NamedTuple):
+    """What the shape checks left undone: files whose check did not finish (a time-out, a
+    crash, an import that failed) and models skipped with a reason (TL690)."""
+
+    files: int = 0
+    models: int = 0
+
+
+def _note_unchecked(result: RunResult, unchecked: Unchecked) -> None:
+    """Never a bare "All checks passed!" when some shape check did not happen: with TL690
+    not shown, one line on standard error says how many and how to see why."""
+    if not (unchecked.files or unchecked.models):
+        return
+    if any(d.code == SKIPPED for d in result.diagnostics):
+        return
+    parts = []
+    if unchecked.files:
+        files = unchecked.files
+        parts.append(f"shape checks did not finish for {files} file{'s' if files != 1 else ''}")
+    if unchecked.models:
+        models = unchecked.models
+        parts.append(f"{models} model{'s' if models != 1 else ''} not shape-checked")
+    result.warnings.append(f"{'; '.join(parts)}; see --extend-select {SKIPPED}")
 
 
 def _source_codes(task: _Task) -> set[str]:
@@ -254,7 +270,7 @@ def _lint_all(
     jobs: int | None,
     progress: Callable[[str, int, int], None] | None = None,
     busy: Callable[[list[_Task]], None] | None = None,
-) -> tuple[list[Diagnostic], int]:
+) -> tuple[list[Diagnostic], Unchecked]:
     """Diagnostics for every task, and how many came from the cache.
 
     `busy` is called with the tasks to lint once the work is under way (worker processes
@@ -324,7 +340,7 @@ def _shape_diagnostics(
     result: RunResult,
     progress: Callable[[str, int, int], None] | None = None,
     started: WorkerProcess | None = None,
-) -> tuple[list[Diagnostic], int]:
+) -> tuple[list[Diagnostic], Unchecked]:
     """TL6xx for the files whose settings enable them, from one worker run (or the cache),
     and how many files' shape checks did not finish (for a note when TL690 is not shown).
 
@@ -333,7 +349,7 @@ def _shape_diagnostics(
     """
     mode = _shape_mode(tasks, overrides) if tasks else "off"
     if mode == "off":
-        return [], 0
+        return [], Unchecked()
     try:
         from torchlint import shapes
     except ImportError:
@@ -341,7 +357,7 @@ def _shape_diagnostics(
     if shapes is None or not shapes.torch_available():
         candidates = _shape_candidates(tasks, overrides)
         if not candidates:
-            return [], 0
+            return [], Unchecked()
         if mode == "on":
             raise TorchlintError(
                 "shape checks are on (shapes = true / --shapes) but torch cannot be imported;"
@@ -350,7 +366,7 @@ def _shape_diagnostics(
         files = f"{len(candidates)} file{'s' if len(candidates) != 1 else ''} with models"
         result.warnings.append(NO_TORCH_NOTE.format(count=files))
         result.not_run.append("shape checks: torch is not installed")
-        return [], 0
+        return [], Unchecked()
     cached = cache is not None and cache.enabled
     fingerprint = _shape_fingerprint(tasks, overrides) if cached else ""
     if cache is not None and cached:
@@ -359,7 +375,7 @@ def _shape_diagnostics(
             return served
     candidates = _shape_candidates(tasks, overrides)
     if not candidates:
-        return [], 0
+        return [], Unchecked()
     evidence = _shape_evidence(tasks, candidates)
     sources = _shape_sources([*candidates, *evidence])
     keys = _shape_keys(candidates, evidence, sources) if cached else None
@@ -402,7 +418,7 @@ def _shape_diagnostics(
 
 def _shape_run_from_cache(
     tasks: list[_Task], cache: ResultCache, fingerprint: str, result: RunResult
-) -> tuple[list[Diagnostic], int] | None:
+) -> tuple[list[Diagnostic], Unchecked] | None:
     """The shape results of a run whose files, settings and imports are as when they were
     stored: found by stamps, no file read. None when any of them changed."""
     record = cache.shape_run(fingerprint)
@@ -508,15 +524,18 @@ def _declared_shapes(candidates: list[_Task]) -> dict[str, dict]:
 
 def _shape_report(
     candidates: list[_Task], per_file: dict[str, list[Diagnostic] | None]
-) -> tuple[list[Diagnostic], int]:
-    """The enabled shape diagnostics, and how many files had a check that did not finish."""
+) -> tuple[list[Diagnostic], Unchecked]:
+    """The enabled shape diagnostics, and what was left unchecked (see `Unchecked`)."""
     diagnostics: list[Diagnostic] = []
-    unfinished = 0
+    files = models = 0
     for task in candidates:
         found = per_file.get(task.display) or []
-        unfinished += any(_unfinished(d) for d in found)
+        unfinished = any(_unfinished(d) for d in found)
+        files += unfinished
+        if not unfinished:
+            models += sum(d.code == SKIPPED for d in found)
         diagnostics.extend(d for d in found if d.code in task.settings.enabled)
-    return diagnostics, unfinished
+    return diagnostics, Unchecked(files, models)
 
 
 def _unfinished(diagnostic: Diagnostic) -> bool:
