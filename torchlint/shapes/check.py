@@ -988,11 +988,25 @@ class FileChecker:
             # of patches), not samples; a count of them that fits decides.
             # A plain run at each count decides: a full analysis of each would repeat the
             # failure's, at many times the cost.
+            layers_ran = False
             for count in _GROUPED_BATCHES:
                 grouped = _fixed_at(plan, "N", count)
                 probe = World(model, grouped, {}, symbolic=False, session=self._session(model))
-                if run_direct(probe) is None:
-                    return PlanResult(ok=True, pinned=True, hints=probe.hints)
+                with _layers_running(model) as ran:
+                    if run_direct(probe) is None:
+                        return PlanResult(ok=True, pinned=True, hints=probe.hints)
+                layers_ran = layers_ran or bool(ran)
+            if not plan.evidenced and not layers_ran:
+                # No layer ran before the grouping: the input's features were read off one
+                # past it, which takes the grouped rows' features, so no count can fit.
+                assert result.failure is not None
+                reason = self._failure_reason(result.failure)
+                return PlanResult(
+                    failure=result.failure,
+                    reason=f"{reason} (the input was inferred from a layer after a reshape"
+                    " that groups its rows; declare its shape to check it)",
+                    hints=result.hints,
+                )
         for name in _described_sizes(result) if ones else ():
             # A size the analysis takes as more than 1 (one channel, one head) may be 1:
             # at 1 the model passes, or fails where it fails at that size.
@@ -1477,6 +1491,22 @@ def _described_sizes(result: PlanResult) -> list[str]:
 
 #: Batch sizes a reshape that groups the batch's rows is tried at.
 _GROUPED_BATCHES = (4, 16)
+
+
+@contextlib.contextmanager
+def _layers_running(model: nn.Module) -> Iterator[list[nn.Module]]:
+    """The layers with weights of `model` that ran inside the block, in order."""
+    ran: list[nn.Module] = []
+    handles = [
+        layer.register_forward_hook(lambda layer, *_: ran.append(layer))
+        for layer in model.modules()
+        if layer is not model and next(layer.parameters(recurse=False), None) is not None
+    ]
+    try:
+        yield ran
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _regroups_batch(result: PlanResult) -> bool:

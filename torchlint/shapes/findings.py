@@ -800,22 +800,38 @@ _LENGTH_ATTRIBUTES = (
 )
 
 
+#: Attributes (of the model, its layers or its config) that give a model's own image side.
+_IMAGE_SIZE_ATTRIBUTES = ("image_size", "img_size", "input_size", "resolution")
+
+
 def _own_length(model: nn.Module | None) -> tuple[str, int] | None:
+    return _own_size(model, _LENGTH_ATTRIBUTES)
+
+
+def _own_size(model: nn.Module | None, attributes: tuple[str, ...]) -> tuple[str, int] | None:
+    """The first positive integer one of `attributes` has on the model, its configuration
+    or one of its layers (a square side for a pair such as `image_size = (56, 56)`)."""
     if model is None:
         return None
     holders = [model, getattr(model, "config", None), *model.modules()]
     for holder in holders:
-        for attr in _LENGTH_ATTRIBUTES:
+        for attr in attributes:
             value = getattr(holder, attr, None)
+            if isinstance(value, (tuple, list)) and len(set(value)) == 1:
+                value = value[0]
             if isinstance(value, int) and not isinstance(value, bool) and value > 1:
                 return attr, value
     return None
 
 
 def _uncommon_length(failure: Failure, condition: Any, ctx: Context) -> Finding | None:
-    """TL607 for a sequence model (without evidence) that rejects its own length."""
+    """TL607 for a sequence model (without evidence) whose sized layer rejects its own
+    length. An op's condition (a table added to the tokens) is left to TL606: the guessed
+    input may lack a dimension (codebooks beside the tokens, [N, L, 33])."""
     own = _own_length(ctx.model)
     if own is None or ctx.plan.evidenced or not isinstance(condition, sympy.Eq):
+        return None
+    if failure.module is None:
         return None
     symbols = [s for s in condition.free_symbols if ctx.names.get(s, "")[:1] in "LT"]
     sized = [side for side in condition.args if getattr(side, "free_symbols", None)]
@@ -878,6 +894,9 @@ def _uncommon(
         return None
     if not _image_channels(ctx):
         return None
+    own = _own_size(ctx.model, _IMAGE_SIZE_ATTRIBUTES)
+    if own is not None and own[1] in squares:
+        return None  # the model's own `image_size = 56`: specific, not a mistake (TL606)
     if not {"H", "W"} & set(spatial):
         return None
     if not isinstance(condition, sympy.Eq):
@@ -916,10 +935,12 @@ _IMAGE_CHANNELS = 4
 
 
 def _image_channels(ctx: Context) -> bool:
-    """Whether the model's first input may be an image: its channels, where fixed, are few."""
+    """Whether the model's first input is an image (or a clip): [N, C, H, W] (or [N, C, T,
+    H, W]) whose channels a first layer fixed at a few. Tokens' pair features, a head's
+    feature map or an input of unknown channels say nothing of image sides."""
     spec = ctx.plan.specs[0] if ctx.plan.specs else None
     dims = spec.dims if spec is not None else []
-    return len(dims) < 3 or dims[1].name is not None or dims[1].hint <= _IMAGE_CHANNELS
+    return len(dims) in (4, 5) and dims[1].name is None and dims[1].hint <= _IMAGE_CHANNELS
 
 
 def _value_at(expr: Any, size: int, ctx: Context) -> int | None:
