@@ -270,7 +270,7 @@ def _lint_all(
     jobs: int | None,
     progress: Callable[[str, int, int], None] | None = None,
     busy: Callable[[list[_Task]], None] | None = None,
-) -> tuple[list[Diagnostic], Unchecked]:
+) -> tuple[list[Diagnostic], int]:
     """Diagnostics for every task, and how many came from the cache.
 
     `busy` is called with the tasks to lint once the work is under way (worker processes
@@ -342,7 +342,7 @@ def _shape_diagnostics(
     started: WorkerProcess | None = None,
 ) -> tuple[list[Diagnostic], Unchecked]:
     """TL6xx for the files whose settings enable them, from one worker run (or the cache),
-    and how many files' shape checks did not finish (for a note when TL690 is not shown).
+    and what was left unchecked (for a note when TL690 is not shown).
 
     Without torch, one warning says the checks were skipped and how to get them. `started`:
     a worker started early (`_early_worker`), used if a model is checked.

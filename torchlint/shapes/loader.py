@@ -21,6 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from torchlint.shapes.sandbox import inside_folder
 from torchlint.shapes.slicing import STAND_IN, plan
 
 _MAX_STUB_RETRIES = 8
@@ -188,8 +189,8 @@ class Project(importlib.abc.MetaPathFinder):
     def _in_project(self, directory: str) -> bool:
         """Under a root, and not in an installed package (a virtualenv inside the project)."""
         directory = os.path.abspath(directory)
-        return not any(_inside(directory, p) for p in self.environment) and any(
-            _inside(directory, r) for r in self.roots
+        return not any(inside_folder(directory, p) for p in self.environment) and any(
+            inside_folder(directory, r) for r in self.roots
         )
 
     def _exists(self, path: str) -> bool:
@@ -351,10 +352,6 @@ def environment_paths() -> set[str]:
     with contextlib.suppress(AttributeError):  # virtualenv's old site module
         paths.update(os.path.abspath(p) for p in site.getsitepackages())
     return paths
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _installed_module(module_name: str, path: str) -> bool:

@@ -117,8 +117,9 @@ class Blocked(PermissionError):
     """User code tried something the shape worker refuses."""
 
 
-def _under(real: str, folder: str) -> bool:
-    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+def inside_folder(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies under it (both already made absolute)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def install(
@@ -144,7 +145,7 @@ def install(
         if not isinstance(path, str):
             return False
         real = os.path.realpath(path)
-        return real in _WRITABLE or _under(real, private)
+        return real in _WRITABLE or inside_folder(real, private)
 
     def installed_library(name: object) -> bool:
         if isinstance(name, bytes):
@@ -152,7 +153,7 @@ def install(
         if not isinstance(name, str) or not os.path.isabs(name):
             return False  # a bare name is looked up on the system's library path
         real = os.path.realpath(name)
-        return any(_under(real, folder) for folder in trusted)
+        return any(inside_folder(real, folder) for folder in trusted)
 
     def refuse(what: str) -> None:
         raise Blocked(f"the model's code {what}")
