@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -532,6 +533,20 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
                     f"; its last {count} dims hold the {values} values it normalizes:"
                     f" add .flatten({start}) before it"
                 )
+        joined = _wrong_join(module, failure)
+        if joined is not None:
+            # The layer is right and the cat that feeds it joined along the wrong dimension:
+            # the cat's line is the bug's.
+            dim, along = joined
+            batch = " (the batch)" if dim == 0 else ""
+            message += (
+                f"; torch.cat joined its inputs along dim {dim}{batch}, and along dim {along}"
+                f" they give what {short_name(failure, ctx)} expects: write dim={along}"
+            )
+            at_cat = dataclasses.replace(
+                failure, module=None, op="cat", frame=failure.producer_join.frame
+            )
+            return _finding(code, message, at_cat, ctx, prefer_layer=False)
         if fixed is not None:
             message += f"; write {fixed.call}"
         elif data_first and code in ("TL601", "TL603", "TL604"):
@@ -561,6 +576,49 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             )
         return finding
     return _finding("TL605", message, failure, ctx, prefer_layer=module is not None)
+
+
+def _wrong_join(module: nn.Module, failure: Failure) -> tuple[int, int] | None:
+    """(the dim a `torch.cat` joined along, the dim to join along) when the sized layer it
+    feeds gets the wrong size and the same tensors, joined along the layer's feature
+    dimension, give exactly the size it expects (`torch.cat([a, b])` meant along channels)."""
+    join = failure.producer_join
+    if join is None or join.frame is None or not join.inputs:
+        return None
+    known = [tuple(s) for s in join.inputs if s is not None]
+    if len(known) != len(join.inputs) or len({len(s) for s in known}) != 1 or len(known[0]) < 2:
+        return None
+    rank = len(known[0])
+    expected: Any = None
+    if isinstance(module, nn.Linear):
+        along, expected = rank - 1, in_features(module)
+    elif isinstance(module, nn.LayerNorm):
+        along = rank - 1
+        if len(module.normalized_shape) == 1:
+            expected = module.normalized_shape[0]
+    elif isinstance(module, _CONVS):
+        along, expected = 1, module.in_channels
+    elif isinstance(module, _NORMS):
+        along = 1
+        expected = getattr(module, "num_features", getattr(module, "num_channels", None))
+    else:
+        return None
+    if join.dim == along or not isinstance(expected, int):
+        return None
+    # Joinable along the layer's dimension: every other size alike, even a symbolic one.
+    others = {tuple(str(d) for i, d in enumerate(s) if i != along) for s in known}
+    sizes = [_as_int(s[along]) for s in known]
+    if len(others) != 1 or any(v is None for v in sizes):
+        return None
+    if sum(v for v in sizes if v is not None) != expected:
+        return None
+    return join.dim, along
+
+
+def _as_int(size: Any) -> int | None:
+    if isinstance(size, sympy.Integer):
+        return int(size)
+    return size if isinstance(size, int) else None
 
 
 def custom_layer(failure: Failure, ctx: Context) -> tuple[str, nn.Module] | None:

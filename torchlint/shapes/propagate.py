@@ -48,9 +48,31 @@ class Failure:
     frame: tuple[str, int, int] | None = None  #: user line: (path, line, byte column)
     producer: str | None = None  #: what produced the first input ("fc1", "flatten", "input")
     producer_module: nn.Module | None = None
+    #: The `torch.cat` that produced the first input, when one did.
+    producer_join: Join | None = None
     guards: list[Any] = field(default_factory=list)  #: guards recorded by the failing step
     #: The sizes asked of a reshape (`view(-1, 400)`), as ints and sympy expressions.
     target: list[Any] | None = None
+
+
+@dataclass
+class Join:
+    """A `torch.cat` of tensors: the dimension it joined along, their shapes, its line."""
+
+    dim: int
+    inputs: list[Shape | None]
+    frame: tuple[str, int, int] | None
+
+
+def join_of(tensors: Any, dim: Any, frame: tuple[str, int, int] | None) -> Join | None:
+    """The Join of a `cat` call's arguments (a list of tensors and a plain int dim)."""
+    if not isinstance(tensors, (list, tuple)) or not isinstance(dim, int):
+        return None
+    shapes = [shape_of(t) for t in tensors]
+    rank = len(shapes[0]) if shapes and shapes[0] is not None else 0
+    if not rank or not -rank <= dim < rank:
+        return None
+    return Join(dim % rank, shapes, frame)
 
 
 @dataclass
@@ -403,6 +425,13 @@ def _fx_failure(
             first = first.args[0]
             continue
         failure.producer = name
+        if name == "cat" and first.args:
+            parts = first.args[0]
+            joined = isinstance(parts, (list, tuple))
+            tensors = [interpreter.env.get(a) for a in parts] if joined else None
+            dim = first.args[1] if len(first.args) > 1 else first.kwargs.get("dim", 0)
+            frame = _frame_from_stack_trace(first.stack_trace or "", user_files)
+            failure.producer_join = join_of(tensors, dim, frame)
         break
     return failure
 
@@ -581,6 +610,10 @@ class _OpTracker(TorchFunctionMode):
             tensors = _tensors(args)
             if name in PASS_OPS and tensors and id(tensors[0]) in self.provenance:
                 self.provenance[id(out)] = self.provenance[id(tensors[0])]
+            elif name == "cat" and args:
+                dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+                join = join_of(args[0], dim, _current_user_frame(self.user_files))
+                self.provenance[id(out)] = (name, None, out, join)
             elif name not in ("get", "size", "dim"):
                 self.provenance[id(out)] = (name, None, out)
         return out
@@ -648,7 +681,10 @@ def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
             if isinstance(module, _PASS_MODULES) and tensors and id(tensors[0]) in provenance:
                 provenance[id(output)] = provenance[id(tensors[0])]
             elif module in names:
-                provenance[id(output)] = (names[module] or "model", module, output)
+                # A block that returns a cat's result keeps the cat (its line is the bug's).
+                made = provenance.get(id(output))
+                join = made[3] if made is not None and len(made) > 3 else None
+                provenance[id(output)] = (names[module] or "model", module, output, join)
 
     from torch.nn.modules.module import (
         register_module_forward_hook,
@@ -697,6 +733,7 @@ def _hooks_failure(
         failure.guards = _decisions_since(world, top.mark) if top is not None else []
     if producer is not None:
         failure.producer, failure.producer_module = producer[0], producer[1]
+        failure.producer_join = producer[3] if len(producer) > 3 else None
     failure.frame = _frame_from_traceback(exc.__traceback__, user_files)
     return failure
 
