@@ -29,7 +29,7 @@ from torchlint.shapes.messages import (
     show_shape,
     span_text,
 )
-from torchlint.shapes.propagate import Failure
+from torchlint.shapes.propagate import Failure, Join
 from torchlint.shapes.solve import Problem, Unsupported
 
 Finding = dict[str, Any]
@@ -537,15 +537,13 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
         if joined is not None:
             # The layer is right and the cat that feeds it joined along the wrong dimension:
             # the cat's line is the bug's.
-            dim, along = joined
-            batch = " (the batch)" if dim == 0 else ""
+            join, along = joined
+            batch = " (the batch)" if join.dim == 0 else ""
             message += (
-                f"; torch.cat joined its inputs along dim {dim}{batch}, and along dim {along}"
-                f" they give what {short_name(failure, ctx)} expects: write dim={along}"
+                f"; torch.cat joined its inputs along dim {join.dim}{batch}, and along dim"
+                f" {along} they give what {short_name(failure, ctx)} expects: write dim={along}"
             )
-            at_cat = dataclasses.replace(
-                failure, module=None, op="cat", frame=failure.producer_join.frame
-            )
+            at_cat = dataclasses.replace(failure, module=None, op="cat", frame=join.frame)
             return _finding(code, message, at_cat, ctx, prefer_layer=False)
         if fixed is not None:
             message += f"; write {fixed.call}"
@@ -578,8 +576,8 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
     return _finding("TL605", message, failure, ctx, prefer_layer=module is not None)
 
 
-def _wrong_join(module: nn.Module, failure: Failure) -> tuple[int, int] | None:
-    """(the dim a `torch.cat` joined along, the dim to join along) when the sized layer it
+def _wrong_join(module: nn.Module, failure: Failure) -> tuple[Join, int] | None:
+    """(the `torch.cat` that fed the layer, the dim to join along) when the sized layer it
     feeds gets the wrong size and the same tensors, joined along the layer's feature
     dimension, give exactly the size it expects (`torch.cat([a, b])` meant along channels)."""
     join = failure.producer_join
@@ -612,7 +610,7 @@ def _wrong_join(module: nn.Module, failure: Failure) -> tuple[int, int] | None:
         return None
     if sum(v for v in sizes if v is not None) != expected:
         return None
-    return join.dim, along
+    return join, along
 
 
 def _as_int(size: Any) -> int | None:
