@@ -557,7 +557,7 @@ class _Running:
     inputs: list[Shape | None]
     dtypes: list[torch.dtype | None]
     mark: int
-    producer: tuple[str, nn.Module | None] | None
+    producer: tuple[str, nn.Module | None, torch.Tensor, Join | None] | None
 
 
 class _OpTracker(TorchFunctionMode):
@@ -615,7 +615,7 @@ class _OpTracker(TorchFunctionMode):
                 join = join_of(args[0], dim, _current_user_frame(self.user_files))
                 self.provenance[id(out)] = (name, None, out, join)
             elif name not in ("get", "size", "dim"):
-                self.provenance[id(out)] = (name, None, out)
+                self.provenance[id(out)] = (name, None, out, None)
         return out
 
     def _record_step(self, func: Any, mark: int, end: int) -> None:
@@ -658,7 +658,8 @@ def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
     model = world.model
     names = {m: name for name, m in model.named_modules()}
     running: list[_Running] = []
-    provenance: dict[int, Any] = {id(t): ("input", None, t) for t in world.inputs}
+    # Where each tensor came from: (name, layer or None, the tensor kept alive, its cat).
+    provenance: dict[int, Any] = {id(t): ("input", None, t, None) for t in world.inputs}
 
     def pre_hook(module: nn.Module, args: tuple) -> None:
         tensors = _tensors(args)
@@ -683,7 +684,7 @@ def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
             elif module in names:
                 # A block that returns a cat's result keeps the cat (its line is the bug's).
                 made = provenance.get(id(output))
-                join = made[3] if made is not None and len(made) > 3 else None
+                join = made[3] if made is not None else None
                 provenance[id(output)] = (names[module] or "model", module, output, join)
 
     from torch.nn.modules.module import (
@@ -733,7 +734,7 @@ def _hooks_failure(
         failure.guards = _decisions_since(world, top.mark) if top is not None else []
     if producer is not None:
         failure.producer, failure.producer_module = producer[0], producer[1]
-        failure.producer_join = producer[3] if len(producer) > 3 else None
+        failure.producer_join = producer[3]
     failure.frame = _frame_from_traceback(exc.__traceback__, user_files)
     return failure
 
