@@ -1301,7 +1301,7 @@ class FileChecker:
                 return result
             target = sympy.Not(guard)
             symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
-            path = _path_guards(world, failure, flipped)
+            path = _path_guards(world, failure, flipped, guard)
             solution = _solve([target, *path], world, symbol_hints)
             if solution is None and path:  # without them (else the same problem again)
                 solution = _solve([target], world, symbol_hints)
@@ -1657,17 +1657,21 @@ def _failing_guard(failure: Failure, world: World, flipped: set[Any]) -> Any:
     return fallback
 
 
-def _path_guards(world: World, failure: Failure, flipped: set[Any]) -> list[Any]:
-    """Earlier decisions on the path to the failure (kept when searching, if possible)."""
+def _path_guards(world: World, failure: Failure, flipped: set[Any], guard: Any) -> list[Any]:
+    """Earlier decisions on the path to the failure (kept when searching, if possible): the
+    guards recorded before the failing step, and those of the failing step before `guard`
+    (a forward that raises after comparing two sizes, `if w != 90 or h != 60: raise`, leaves
+    both in one step; the first, already solved for, must hold while the second is)."""
     if world.env is None:
         return []
     symbols = set(world.names)
     recorded = world.guards_since(0)
-    own = set(failure.guards)
+    own = failure.guards
+    after = set(own[own.index(guard) :] if guard in own else own)
     return [
         g
         for g in recorded
-        if g not in own
+        if g not in after
         and g not in flipped
         and getattr(g, "free_symbols", set())
         and g.free_symbols <= symbols

@@ -282,6 +282,12 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
         elif name in ("flatten", "view", "reshape"):
             if rank != 2:
                 return None  # only a flat [N, F] input is certain to survive these
+        elif name == "regroup":
+            # `x.reshape((-1, frames) + x.shape[1:])`: the leading sizes come from the batch.
+            lead = int(args[0])
+            if rank <= lead:
+                return None
+            shape = [shape[0], *shape[lead:]]
         elif name == "reduce":
             # `x.sum(dim=1)` pooled a dimension away (tokens, as a rule: at most [N, L, C]).
             if rank > 2:
@@ -528,8 +534,7 @@ def infer_from_source(
             module = model.get_submodule(target)
         except AttributeError:
             continue
-        while isinstance(module, nn.Sequential) and len(module):
-            module = module[0]
+        module = leading_layer(module)
         found = module_templates(module)
         if found is not None:
             if slot not in (0, _first_param(module)):
@@ -566,6 +571,26 @@ def infer_from_source(
                 plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
         return assumed_past(plans, passed) or None
     return None
+
+
+def leading_layer(module: nn.Module) -> nn.Module:
+    """The layer a `Sequential`'s input reaches first. A `GroupNorm` takes any number of
+    dimensions: followed (past activations) by a conv of its channels, the conv tells them."""
+    while isinstance(module, nn.Sequential) and len(module):
+        first = module[0]
+        if isinstance(first, nn.GroupNorm):
+            for later in list(module)[1:]:
+                if isinstance(later, _PASS_MODULES):
+                    continue
+                if (
+                    isinstance(later, (nn.Conv1d, nn.Conv2d, nn.Conv3d))
+                    and later.in_channels == first.num_channels
+                    and torch_forward(later)
+                ):
+                    return later
+                break
+        module = first
+    return module
 
 
 def _kept_as(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
@@ -698,11 +723,52 @@ def _derived(
         method = node.func.attr
         if method in PASS_OPS or method in ("long", "int", "bool"):
             return base
+        if method in ("reshape", "view") and node.args and not node.keywords:
+            target = node.args[0] if len(node.args) == 1 else ast.Tuple(node.args, ast.Load())
+            regrouped = _regrouped(target, names)
+            if regrouped is not None:
+                return regrouped
         if method in ("unsqueeze", "transpose", "permute") and not node.keywords:
             args = [a.value for a in node.args if isinstance(a, ast.Constant)]
             if len(args) == len(node.args) and all(isinstance(a, int) for a in args):
                 return [*base, (method, args)]
     return None
+
+
+def _regrouped(
+    shape: ast.expr, names: dict[str, list[tuple[str, list[Any]]]]
+) -> list[tuple[str, list[Any]]] | None:
+    """The steps of `(-1, frames) + x.shape[1:]` (or `(-1, frames, *x.shape[1:])`), a target
+    shape that splits the batch of a tracked `x` into leading sizes and keeps the rest."""
+    if isinstance(shape, ast.BinOp) and isinstance(shape.op, ast.Add):
+        lead, rest = shape.left, shape.right
+        if not isinstance(lead, ast.Tuple):
+            return None
+        leading = list(lead.elts)
+    elif isinstance(shape, ast.Tuple) and shape.elts and isinstance(shape.elts[-1], ast.Starred):
+        leading, rest = list(shape.elts[:-1]), shape.elts[-1].value
+    else:
+        return None
+    if not leading or any(isinstance(part, ast.Starred) for part in leading):
+        return None
+    # `x.shape[1:]` or `x.size()[1:]`: every size of x but its batch.
+    if not (
+        isinstance(rest, ast.Subscript)
+        and isinstance(rest.slice, ast.Slice)
+        and rest.slice.upper is None
+        and rest.slice.step is None
+        and isinstance(rest.slice.lower, ast.Constant)
+        and rest.slice.lower.value == 1
+    ):
+        return None
+    sizes = rest.value
+    if isinstance(sizes, ast.Call) and not sizes.args and not sizes.keywords:
+        sizes = sizes.func
+    if not (isinstance(sizes, ast.Attribute) and sizes.attr in ("shape", "size")):
+        return None
+    if not isinstance(sizes.value, ast.Name) or sizes.value.id not in names:
+        return None
+    return [*names[sizes.value.id], ("regroup", [len(leading)])]
 
 
 _REDUCTIONS = frozenset({"sum", "mean"})
@@ -795,21 +861,21 @@ def _param_index(module: nn.Module, keyword: str) -> int | None:
 
 
 def _walk_in_order(node: ast.AST) -> list[ast.AST]:
-    out: list[ast.AST] = []
+    """Every node under `node` in source order; of nodes that start at the same place, the
+    one holding more nodes (the outer one) first, then the one met first walking down."""
+    keys: list[tuple[int, int, int, int]] = []
+    nodes: list[ast.AST] = []
 
-    def visit(n: ast.AST) -> None:
-        out.append(n)
-        for child in ast.iter_child_nodes(n):
-            visit(child)
+    def visit(n: ast.AST) -> int:
+        index = len(nodes)
+        nodes.append(n)
+        keys.append((0, 0, 0, 0))
+        size = 1 + sum(visit(child) for child in ast.iter_child_nodes(n))
+        keys[index] = (getattr(n, "lineno", 0), getattr(n, "col_offset", 0), -size, index)
+        return size
 
     visit(node)
-    return sorted(
-        out, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0), -_depth(n))
-    )
-
-
-def _depth(node: ast.AST) -> int:
-    return sum(1 for _ in ast.walk(node))
+    return [nodes[key[3]] for key in sorted(keys)]
 
 
 def super_forward(func: ast.AST) -> bool:
