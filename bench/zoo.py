@@ -284,6 +284,13 @@ def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str,
         "TL606": codes.get("TL606", 0),
         "findings": findings,
         "median_s": statistics.median(seconds) if seconds else None,
+        #: Each model check's seconds (file, class, builder), to compare two runs model by model.
+        "model_seconds": [
+            [Path(path).name, r.get("model"), r.get("built_by"), round(r["seconds"], 3)]
+            for path, rs in stats.items()
+            for r in rs
+            if r.get("result") in ("ok", "finding") and "seconds" in r
+        ],
         "wall_s": wall,
         "peak_mib": peak,
     }

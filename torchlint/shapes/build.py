@@ -322,7 +322,7 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
 
 def _build_once(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
     try:
-        with torch.device("meta"), _devices_kept():
+        with torch.device("meta"), _devices_kept(), _meta_normal_skipped():
             model = cls(*args, **kwargs)
     except Exception as exc:
         if not _meta_trouble(exc):
@@ -377,6 +377,26 @@ class _devices_kept:
         nn.Module.to = self.original  # type: ignore[method-assign]
         for name, method in self.moves.items():
             setattr(nn.Module, name, method)
+
+
+class _meta_normal_skipped:
+    """Make `tensor.normal_(...)` on a meta tensor return it at once. Meta tensors hold no
+    values, and torch has no meta kernel for it: each call runs a Python decomposition
+    (about a millisecond), and constructors call it for every weight they initialise
+    (`nn.init.kaiming_normal_`, `module.weight.data.normal_(std=0.02)`)."""
+
+    def __enter__(self) -> None:
+        self.original = original = torch.Tensor.normal_
+
+        def normal_(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            if tensor.is_meta:
+                return tensor
+            return original(tensor, *args, **kwargs)
+
+        torch.Tensor.normal_ = normal_  # type: ignore[method-assign,assignment]
+
+    def __exit__(self, *exc: object) -> None:
+        torch.Tensor.normal_ = self.original  # type: ignore[method-assign]
 
 
 class _parameters_on_meta:
