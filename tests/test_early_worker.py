@@ -200,3 +200,30 @@ def test_idle_cores_count_the_workers_own_work_as_idle(monkeypatch: pytest.Monke
     assert worker._idle_cores(2, before) == 2
     monkeypatch.setattr(worker, "_own_cpu", lambda: 1.0)  # another process was busy
     assert worker._idle_cores(2, before) == 1
+
+
+def test_children_are_added_when_cores_come_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that started on one child (another program held the second core) takes a
+    second one once that core idles; a core another program keeps busy is left to it, the
+    worker's own children's use is not counted against it; an override stays."""
+    pytest.importorskip("torch")
+    from torchlint.shapes import worker
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    monkeypatch.delenv("TORCHLINT_SHAPES_PROCESSES", raising=False)
+    monkeypatch.setattr(worker.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(worker, "_usable_cores", lambda: 2)
+    before = worker._CpuSample(0.0, [0, 0, 0, 0, 0, 0, 0, 0], own=0.0)
+    # Over one second, one core ran the worker's child and the other idled.
+    monkeypatch.setattr(worker, "_tree_cpu", lambda running: 1.0)
+    monkeypatch.setattr(worker, "_cpu_ticks", lambda: [ticks, 0, 0, ticks, 0, 0, 0, 0])
+    slots, measured = worker._slots_now(before, [], slots=1)
+    assert slots == 2 and measured is not None
+    # Both cores busy: the child's and another program's.
+    monkeypatch.setattr(worker, "_cpu_ticks", lambda: [2 * ticks, 0, 0, 0, 0, 0, 0, 0])
+    assert worker._slots_now(before, [], slots=2)[0] == 1
+    # Both busy with two children of the worker: they keep both cores.
+    monkeypatch.setattr(worker, "_tree_cpu", lambda running: 2.0)
+    assert worker._slots_now(before, [], slots=2)[0] == 2
+    monkeypatch.setenv("TORCHLINT_SHAPES_PROCESSES", "1")
+    assert worker._slots_now(before, [], slots=1) == (1, None)

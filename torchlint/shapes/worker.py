@@ -336,15 +336,22 @@ def fork_child(
     return _Running(job, pid, read_end, began + timeout + _GRACE, began)
 
 
-def next_answer(running: list[_Running], timeout: float) -> tuple[_Running, dict[str, Any]]:
+def next_answer(
+    running: list[_Running], timeout: float, wait: float | None = None
+) -> tuple[_Running | None, dict[str, Any]]:
     """The first of the running children to finish (or to run past its deadline, killed),
-    and its answer."""
+    and its answer; `(None, {})` when none did within `wait` seconds."""
+    until = None if wait is None else time.monotonic() + wait
     while True:
         now = time.monotonic()
         late = next((child for child in running if child.deadline <= now), None)
         if late is not None:
             return late, end_child(late, False, timeout)
         left = min(child.deadline for child in running) - now
+        if until is not None:
+            if now >= until:
+                return None, {}
+            left = min(left, until - now)
         ready, _, _ = select.select([child.read_end for child in running], [], [], left)
         for child in running:
             if child.read_end in ready:
@@ -449,14 +456,25 @@ def check_all(
     slots = _parallel_children(since)
     # With several at once, the files with the most models first: none is left to run alone
     # at the end while the other cores wait.
-    waiting = sorted(jobs, key=lambda job: -len(job["classes"])) if slots > 1 else list(jobs)
+    waiting = sorted(jobs, key=lambda job: -len(job["classes"])) if len(jobs) > 1 else list(jobs)
     running: list[_Running] = []
+    measured = _cpu_sample(running)
     while waiting or running:
+        if measured is not None and time.monotonic() - measured.at >= _RESAMPLE_SECONDS:
+            # Cores busy at the start (the run's own source rules ending, another program)
+            # may have come free since: measured again, so a long run does not stay on one.
+            slots, measured = _slots_now(measured, running, slots)
         while waiting and len(running) < (slots if warmed else 1):
             job = waiting.pop(0)
             emit("start", job["abspath"])
             running.append(fork_child(job, project, timeout, ask_warm_up=not warmed))
-        child, result = next_answer(running, timeout)
+        # While fewer children run than cores could take, look again for idle cores now
+        # and then, not only when a child ends (one file may take a minute).
+        more = waiting and slots < min(_MAX_CHILDREN, _usable_cores())
+        wait = _RESAMPLE_SECONDS if measured is not None and more else None
+        child, result = next_answer(running, timeout, wait)
+        if child is None:
+            continue
         running.remove(child)
         if result.get("warm_up"):
             # Its models run on fake tensors, and other files' will: load that machinery
@@ -480,15 +498,42 @@ def _parallel_children(since: _CpuSample | None = None) -> int:
         return max(1, int(os.environ.get("TORCHLINT_SHAPES_PROCESSES", "")))
     except ValueError:
         pass
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = _usable_cores()
     return max(1, min(_MAX_CHILDREN, cores, int(_idle_cores(cores, since) + 0.5)))
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 #: Seconds over which idle cores are measured, at least.
 _SAMPLE_SECONDS = 0.15
+#: Seconds after which a run measures its idle cores again (see `_slots_now`).
+_RESAMPLE_SECONDS = 2.0
+
+
+def _slots_now(
+    since: _CpuSample, running: list[_Running], slots: int
+) -> tuple[int, _CpuSample | None]:
+    """How many children may run at once now: the usable cores less those other programs kept
+    busy since `since` (all the busy time but this worker's and its children's), and where the
+    next measure starts. An override of the count (`TORCHLINT_SHAPES_PROCESSES`) stays."""
+    if os.environ.get("TORCHLINT_SHAPES_PROCESSES", "").strip().isdigit():
+        return slots, None
+    now = _cpu_sample(running)
+    if now is None:
+        return slots, None
+    total = sum(now.ticks) - sum(since.ticks)
+    if total <= 0:
+        return slots, now
+    busy = total - (now.ticks[3] + now.ticks[4] - since.ticks[3] - since.ticks[4])
+    ours = (now.own - since.own) * os.sysconf("SC_CLK_TCK")
+    others = (os.cpu_count() or 1) * max(0.0, busy - ours) / total
+    cores = _usable_cores()
+    return max(1, min(_MAX_CHILDREN, cores, int(cores - others + 0.5))), now
 
 
 @dataclass(frozen=True)
@@ -501,9 +546,12 @@ class _CpuSample:
     own: float
 
 
-def _cpu_sample() -> _CpuSample | None:
+def _cpu_sample(running: list[_Running] | None = None) -> _CpuSample | None:
+    """Where a measure starts; with `running`, `own` is the CPU time of this worker and all its
+    children so far (those reaped, and the `running` ones read from /proc)."""
     try:
-        return _CpuSample(time.monotonic(), _cpu_ticks(), _own_cpu())
+        own = _own_cpu() if running is None else _tree_cpu(running)
+        return _CpuSample(time.monotonic(), _cpu_ticks(), own)
     except (OSError, ValueError, IndexError):
         return None
 
@@ -511,6 +559,20 @@ def _cpu_sample() -> _CpuSample | None:
 def _own_cpu() -> float:
     times = os.times()
     return times.user + times.system
+
+
+def _tree_cpu(running: list[_Running]) -> float:
+    times = os.times()
+    seconds = times.user + times.system + times.children_user + times.children_system
+    ticks = os.sysconf("SC_CLK_TCK")
+    for child in running:
+        try:
+            with open(f"/proc/{child.pid}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            seconds += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        except (OSError, ValueError, IndexError):
+            pass  # ended meanwhile: counted among the reaped once it is
+    return seconds
 
 
 def _idle_cores(cores: int, since: _CpuSample | None = None) -> float:
