@@ -713,6 +713,9 @@ class FileChecker:
         for plan in plans:
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
+            deeper = _unpacked_rank(plan, result, self.sources)
+            if deeper is not None and deeper not in plans:
+                plans.append(deeper)  # tried next, in this loop
             if result.ok and not result.pinned:
                 self._note_stop(model, result, label, where)
                 self._constraints(result, plan, label, where, prefix, model)
@@ -1586,6 +1589,33 @@ def _untied(plan: InputPlan) -> InputPlan | None:
         if renamed
         else None
     )
+
+
+#: Unpacking three sizes of a 2-D tensor: run as Python, or as a traced graph's getitems.
+_UNPACK = re.compile(r"not enough values to unpack \(expected 3, got 2\)|tuple index out of range")
+_UNPACKS_SHAPE = re.compile(
+    r"^\s*\w+\s*,\s*\w+\s*,\s*\w+\s*=\s*[\w.]+\.(?:shape|size\(\))\s*(?:#.*)?$"
+)
+
+
+def _unpacked_rank(
+    plan: InputPlan, result: PlanResult, sources: dict[str, str]
+) -> InputPlan | None:
+    """A sequence `[N, L, F]` for a flat `[N, F]` input that forward unpacks in three
+    (`batch, length, hidden = x.shape`): a layer behind `x.view(-1, hidden)` takes the flat
+    input, the forward itself says it has three dimensions."""
+    failure = result.failure
+    if result.ok or failure is None or failure.frame is None or len(plan.specs) != 1:
+        return None
+    spec = plan.specs[0]
+    if len(spec.dims) != 2 or not _UNPACK.search(str(failure.exc)):
+        return None
+    path, line, _ = failure.frame
+    lines = sources.get(path, "").splitlines()
+    if not 0 < line <= len(lines) or not _UNPACKS_SHAPE.search(lines[line - 1]):
+        return None
+    dims = [spec.dims[0], Dim.free("L"), spec.dims[1]]
+    return dataclasses.replace(plan, specs=[dataclasses.replace(spec, dims=dims)])
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:
