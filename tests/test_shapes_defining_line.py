@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("torch", reason="shape checks (TL6xx) need torch installed")
 
+import torch
 from torch import nn
 from torch.nn import functional as F
 
@@ -76,3 +77,18 @@ def test_messages_say_what_to_change_at_the_line_reported() -> None:
     assert messages["layer_subclasses.py", 25].endswith("write CastLinear(8, 10)")
     assert "(each input)" in messages["paired_images.py", 11]
     assert "on dim 2 (2-D)" in messages["paired_images.py", 33]
+
+
+def test_a_length_against_the_models_own_only_for_token_sequences() -> None:
+    """TL607 compares a guessed length `L` with the model's own (`max_position_embeddings`)
+    only where `L` counts tokens: ids `[N, L]` or vectors `[N, L, 768]`; in a float input
+    with another free size (`[N, L, T]`: mel bins by frames) `L` may be anything else."""
+    from torchlint.shapes.findings import _token_sequence
+    from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
+
+    n, length, frames = Dim.free("N"), Dim.free("L"), Dim.free("T")
+    ids = InputPlan([TensorSpec([n, length], torch.long)])
+    vectors = InputPlan([TensorSpec([n, length, Dim.fixed(768)], torch.float32)])
+    mel = InputPlan([TensorSpec([n, length, frames], torch.float32)])
+    assert _token_sequence(ids, "L") and _token_sequence(vectors, "L")
+    assert not _token_sequence(mel, "L")

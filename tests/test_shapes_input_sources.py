@@ -199,3 +199,17 @@ def test_call_site_with_options_and_data_sizes() -> None:
     for run in runs:
         assert run["rnn_type"] == "GRU" and run["ninp"] == 200 and run["dropout"] == 0.1
     assert len({run["ntoken"] for run in runs}) > 1  # the data's size is guessed
+
+
+def test_a_conv_fed_one_dimension_too_few_was_given_the_wrong_rank() -> None:
+    """A conventional input (a name's, a docstring's) that a conv gets without its batch
+    dimension is a wrong rank, not a wrong conv: such a run is a TL690, never a TL603."""
+    from torchlint.shapes.check import _unbatched
+    from torchlint.shapes.propagate import Failure
+
+    conv = nn.Conv1d(1, 8, 7)
+    assert _unbatched(Failure(RuntimeError("channels"), module=conv, inputs=[(2, 16000)]))
+    assert not _unbatched(Failure(RuntimeError("channels"), module=conv, inputs=[(2, 4, 100)]))
+    flat = nn.Conv2d(3, 8, 3)
+    assert _unbatched(Failure(RuntimeError("channels"), module=flat, inputs=[(4, 32, 32)]))
+    assert not _unbatched(Failure(RuntimeError("features"), module=nn.Linear(4, 2), inputs=[(2,)]))

@@ -733,12 +733,16 @@ class FileChecker:
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
+            conventional = plan.source in ("config", "named")
             if is_assumed(plan) or (
-                plan.source in ("config", "named") and not F.layer_sizes(result.failure.module)
+                conventional
+                and (not F.layer_sizes(result.failure.module) or _unbatched(result.failure))
             ):
                 # Inputs sized by convention: only a sized layer that cannot take them is
-                # news; an op may well be fed something else by the real parent. Inputs
-                # assumed to pass a layer unchanged: no failure is news.
+                # news; an op may well be fed something else by the real parent, and a conv
+                # fed one dimension too few (raw audio `[N, L]` by its name, where the model
+                # takes `[N, 1, L]`) was given the wrong rank. Inputs assumed to pass a layer
+                # unchanged: no failure is news.
                 record["result"] = "skipped"
                 reason = self._failure_reason(result.failure)
                 self._skip(path, line, label, f"{reason} (for {plan.label})")
@@ -1592,6 +1596,16 @@ def _untied(plan: InputPlan) -> InputPlan | None:
 
 
 #: Unpacking three sizes of a 2-D tensor: run as Python, or as a traced graph's getitems.
+def _unbatched(failure: Failure) -> bool:
+    """A conv that got an input with one dimension fewer than a batch of its own (torch reads
+    it as one unbatched sample, its batch as channels)."""
+    module = failure.module
+    shape = failure.inputs[0] if failure.inputs else None
+    if not isinstance(module, nn.modules.conv._ConvNd) or shape is None:
+        return False
+    return len(shape) == len(module.kernel_size) + 1
+
+
 _UNPACK = re.compile(r"not enough values to unpack \(expected 3, got 2\)|tuple index out of range")
 _UNPACKS_SHAPE = re.compile(
     r"^\s*\w+\s*,\s*\w+\s*,\s*\w+\s*=\s*[\w.]+\.(?:shape|size\(\))\s*(?:#.*)?$"

@@ -894,6 +894,8 @@ def _uncommon_length(failure: Failure, condition: Any, ctx: Context) -> Finding 
     if len(symbols) != 1 or len(sized) != 1:
         return None
     role = ctx.names[symbols[0]]
+    if not _token_sequence(ctx.plan, role):
+        return None
     accepted = [n for n in range(1, 4097) if _holds_at(condition, role, n, ctx)]
     if not accepted or len(accepted) > 64 or own[1] in accepted:
         return None
@@ -910,6 +912,19 @@ def _uncommon_length(failure: Failure, condition: Any, ctx: Context) -> Finding 
         call = fixed.call if fixed else describe_layer_with(module, value)
         message += f"; for {role} = {length} {name} needs {value} features: {call}"
     return with_fix(_finding("TL607", message, failure, ctx, prefer_layer=True), fixed)
+
+
+def _token_sequence(plan: InputPlan, role: str) -> bool:
+    """Whether the input holding the `role` size is a sequence of tokens: ids, or vectors
+    whose other sizes are fixed (`[N, L, 768]`). In `[N, L, T]` with both free (mel bins by
+    frames) the guessed `L` may be anything but the sequence."""
+    for spec in plan.specs:
+        if not any(d.name == role for d in spec.dims):
+            continue
+        if not spec.dtype.is_floating_point:
+            return True
+        return all(d.name is None for d in spec.dims if d.name not in ("N", role))
+    return False
 
 
 def _holds_at(condition: Any, role: str, size: int, ctx: Context) -> bool:
