@@ -204,3 +204,20 @@ def test_per_stage_sizes_keep_the_layer_count() -> None:
 
     config = _shallow(Config())
     assert (config.num_hidden_layers, len(config.layer_types)) == (4, 4)
+
+
+def test_layers_named_by_index_are_kept() -> None:
+    """A head that reads hidden states by their layer index (`out_indices`) keeps the layers
+    up to the deepest one it names; with none named past the usual cut, the cut stays."""
+
+    class Config:
+        def __init__(self, indices: tuple[int, ...]) -> None:
+            self.num_hidden_layers = 12
+            self.out_indices = indices
+            self.layer_types = ["full_attention"] * 12
+
+    config = _shallow(Config((3, 5, 7, 9)))
+    assert (config.num_hidden_layers, len(config.layer_types)) == (10, 10)
+    assert _shallow(Config((3, 5, 7, 11))).num_hidden_layers == 12
+    assert _shallow(Config((0, 1))).num_hidden_layers == 2
+    assert _shallow(Config((-1,))).num_hidden_layers == 2

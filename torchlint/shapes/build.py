@@ -239,16 +239,17 @@ def _shallow(config: Any) -> Any:
         lists = {k: v for k, v in vars(config).items() if isinstance(v, (list, tuple))}
     except TypeError:
         lists = {}
+    depth = max(_MAX_DEPTH, _deepest_index(lists) + 1)
     for field_name in _DEPTH_FIELDS:
         value = getattr(config, field_name, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value > _MAX_DEPTH:
+        if isinstance(value, int) and not isinstance(value, bool) and value > depth:
             following = {k: v for k, v in lists.items() if len(v) == value}
             if any(not _layer_kinds(k, v) for k, v in following.items()):
                 continue
             try:
                 for key, kinds in following.items():
-                    setattr(config, key, type(kinds)(_cut_kinds(kinds)))
-                setattr(config, field_name, _MAX_DEPTH)
+                    setattr(config, key, type(kinds)(_cut_kinds(kinds, depth)))
+                setattr(config, field_name, depth)
             except Exception:
                 continue
     return config
@@ -259,11 +260,26 @@ def _layer_kinds(name: str, values: Any) -> bool:
     return "layer" in name and all(isinstance(v, str) for v in values)
 
 
-def _cut_kinds(kinds: Any) -> list[Any]:
-    """Kinds for `_MAX_DEPTH` layers: the first two kinds the list names (a model that
-    interleaves sliding and full attention keeps both), else its first layers'."""
+def _deepest_index(lists: dict[str, Any]) -> int:
+    """The deepest layer a field names by its index (`out_indices = (3, 5, 7, 11)`: the
+    hidden states a segmentation head reads), -1 for none: a cut keeps it."""
+    indices = [
+        value
+        for name, values in lists.items()
+        if name.endswith("indices")
+        for value in values
+        if isinstance(value, int) and not isinstance(value, bool)
+    ]
+    return max(indices, default=-1)
+
+
+def _cut_kinds(kinds: Any, depth: int = _MAX_DEPTH) -> list[Any]:
+    """Kinds for `depth` layers: at the usual cut, the first two kinds the list names (a model
+    that interleaves sliding and full attention keeps both); else its first layers'."""
     distinct = list(dict.fromkeys(kinds))
-    return distinct[:_MAX_DEPTH] if len(distinct) > 1 else list(kinds[:_MAX_DEPTH])
+    if depth == _MAX_DEPTH and len(distinct) > 1:
+        return distinct[:depth]
+    return list(kinds[:depth])
 
 
 def full_depth(kwargs: dict[str, Any]) -> dict[str, Any] | None:
