@@ -86,6 +86,7 @@ from torchlint.shapes.propagate import (
     run_direct,
 )
 from torchlint.shapes.recurrent_state import state_plans
+from torchlint.shapes.scaled_inputs import scaled_input_plans
 from torchlint.shapes.settle import needs_arguments_text
 from torchlint.shapes.siblings import mask_plans, sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
@@ -857,6 +858,7 @@ class FileChecker:
                     or unused_input_plans(graph, index)
                     or (index < len(names) and unread_input_plans(model, names[index]))
                     or (index < len(names) and sliced_plans(model, names[index]))
+                    or scaled_input_plans(model, index)
                 )
             if described:
                 found = _with_described(found or [], described[0])

@@ -225,15 +225,28 @@ def unused_input_plans(graph: fx.Graph, index: int) -> list[InputPlan] | None:
     return [InputPlan([TensorSpec([Dim.free("N")], torch.float32)])]
 
 
+#: What forward may read of an input without reading its shape (`x.device`, `x.dtype`).
+_METADATA = frozenset({"device", "dtype", "is_cuda", "is_mps", "is_cpu"})
+
+
 def unread_input_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
     """A one-size plan for the input `name` when forward reads it only on branches that this
-    model does not take (`if self.use_extra:` with `use_extra` False): any shape does."""
+    model does not take (`if self.use_extra:` with `use_extra` False), or only its device or
+    dtype (a rotary table made for `x.device`): any shape does."""
     function = forward_function(model)
     if function is None:
         return None
     reads = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
     if not reads:
         return None  # not read at all: perhaps through `locals()` or `**kwargs`
+    metadata = {
+        id(n.value)
+        for n in ast.walk(function)
+        if isinstance(n, ast.Attribute) and n.attr in _METADATA
+    }
+    reads = [n for n in reads if id(n) not in metadata]
+    if not reads:
+        return [InputPlan([TensorSpec([Dim.free("N")], torch.float32)])]
     skipped: set[int] = set()
     for node in ast.walk(function):
         if not isinstance(node, ast.If):
@@ -968,6 +981,10 @@ def infer_from_name(
         if "MultipleChoice" in type(model).__name__:
             dims.insert(1, Dim.free("C"))
         return [InputPlan([TensorSpec(dims, torch.long)])]
+    if name == "position_ids":
+        dims = [Dim.free("N"), Dim.free("L")]
+        label = "the input [N, L] (`position_ids`: one position per token)"
+        return [InputPlan([TensorSpec(dims, torch.long)], "named", label)]
     if name in _ADJACENCY_NAMES:
         # The graph's nodes are the rows of the node features: the same N.
         dims = [Dim.free("N"), Dim.free("N")]
