@@ -194,6 +194,9 @@ class FileChecker:
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
         self.covered: set[type] = set()
+        #: Per class, an instance of it inside a model that was built but not checked: a
+        #: block built with its real arguments, to check on its own (see `_check_part`).
+        self.unchecked_parts: dict[type, nn.Module] = {}
         #: `path::Class` -> why a class inside a model checked only up to a stop on tensor
         #: values was not checked (its forward had not run yet).
         self.cut_short: dict[str, str] = {}
@@ -301,6 +304,8 @@ class FileChecker:
                 built = self._from_builders(module, None, users)
                 if not isinstance(built, str):
                     self._check_user(*built, path, line, job)
+            if cls not in self.covered and cls in self.unchecked_parts:
+                self._check_part(cls, name, (path, line), job["classes"][name])
             if cls not in self.covered and _is_module_class(cls):
                 alone = self._check_alone(cls, name, (path, line), job["classes"][name])
                 if alone:
@@ -316,6 +321,20 @@ class FileChecker:
                 # Another file's model may build it: the caller decides (see `pending`).
                 self.pending.append({"name": name, "line": line, "reason": reason})
         return self.findings
+
+    def _check_part(
+        self, cls: type, name: str, where: tuple[str, int], spec: dict[str, Any]
+    ) -> None:
+        """Check, on its own, the block a model was built with when that model could not be
+        checked: its arguments are the ones the model gave it. A block this check cannot
+        take either is left to the other ways (and its reason), as if it were not tried."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return
+        found = len(self.findings)
+        self.check_model(self.unchecked_parts[cls], name, where, spec, {})
+        if self.stats.models[-1]["result"] == "skipped":
+            del self.findings[found:]
+            self.stats.models.pop()
 
     def _check_user(
         self, model: nn.Module, how: str, path: str, line: int, job: dict[str, Any]
@@ -609,6 +628,11 @@ class FileChecker:
                 with contextlib.suppress(Exception):
                     ran = self._ran if self._ran is not None else map(type, model.modules())
                     self.covered.update(_with_forward_owners(ran))
+            else:
+                with contextlib.suppress(Exception):
+                    for part in model.modules():
+                        if part is not model:
+                            self.unchecked_parts.setdefault(type(part), part)
 
     def _check_with_companions(
         self,
