@@ -1648,8 +1648,8 @@ def _unpacked_rank(
     if result.ok or failure is None or failure.frame is None or len(plan.specs) != 1:
         return None
     spec = plan.specs[0]
-    if len(spec.dims) != 2 or not _UNPACK.search(str(failure.exc)):
-        return None
+    if len(spec.dims) != 2 or spec.dims[1].name is not None or not _UNPACK.search(str(failure.exc)):
+        return None  # only a flat input whose features a layer fixed (`[N, 2048]`)
     path, line, _ = failure.frame
     lines = sources.get(path, "").splitlines()
     if not 0 < line <= len(lines) or not _UNPACKS_SHAPE.search(lines[line - 1]):
