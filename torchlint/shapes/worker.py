@@ -494,12 +494,19 @@ def _parallel_children(since: _CpuSample | None = None) -> int:
     """How many children check files at once: one per idle core this process may use (at
     most `_MAX_CHILDREN`; `TORCHLINT_SHAPES_PROCESSES` overrides). On a busy machine a second
     child would only share a core, and each file would take longer against its time limit."""
+    override = _children_override()
+    if override is not None:
+        return override
+    cores = _usable_cores()
+    return max(1, min(_MAX_CHILDREN, cores, int(_idle_cores(cores, since) + 0.5)))
+
+
+def _children_override() -> int | None:
+    """The count `TORCHLINT_SHAPES_PROCESSES` sets (at least 1), None when it sets none."""
     try:
         return max(1, int(os.environ.get("TORCHLINT_SHAPES_PROCESSES", "")))
     except ValueError:
-        pass
-    cores = _usable_cores()
-    return max(1, min(_MAX_CHILDREN, cores, int(_idle_cores(cores, since) + 0.5)))
+        return None
 
 
 def _usable_cores() -> int:
@@ -521,7 +528,7 @@ def _slots_now(
     """How many children may run at once now: the usable cores less those other programs kept
     busy since `since` (all the busy time but this worker's and its children's), and where the
     next measure starts. An override of the count (`TORCHLINT_SHAPES_PROCESSES`) stays."""
-    if os.environ.get("TORCHLINT_SHAPES_PROCESSES", "").strip().isdigit():
+    if _children_override() is not None:
         return slots, None
     now = _cpu_sample(running)
     if now is None:
