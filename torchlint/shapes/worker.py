@@ -448,11 +448,11 @@ def check_all(
     protocol: Any,
     since: _CpuSample | None = None,
 ) -> None:
-    """Check every job in forked children, several at once on a machine with idle cores
-    once fake tensors are loaded here (before, one child at a time: the first that needs
-    them asks for the warm-up). Children share nothing but what this process had loaded
-    before forking them, so the answers do not depend on how many run at once. `since`: where
-    the measure of idle cores starts (`_cpu_sample`), else now."""
+    """Check every job in forked children, several at once on a machine with idle cores (a
+    child that needs fake tensors before they are loaded here asks for the warm-up). Children
+    share nothing but what this process had loaded before forking them, so the answers do not
+    depend on how many run at once. `since`: where the measure of idle cores starts
+    (`_cpu_sample`), else now."""
     slots = _parallel_children(since)
     # With several at once, the files with the most models first: none is left to run alone
     # at the end while the other cores wait.
@@ -464,7 +464,7 @@ def check_all(
             # Cores busy at the start (the run's own source rules ending, another program)
             # may have come free since: measured again, so a long run does not stay on one.
             slots, measured = _slots_now(measured, running, slots)
-        while waiting and len(running) < (slots if warmed else 1):
+        while waiting and len(running) < slots:
             job = waiting.pop(0)
             emit("start", job["abspath"])
             running.append(fork_child(job, project, timeout, ask_warm_up=not warmed))
@@ -478,11 +478,13 @@ def check_all(
         running.remove(child)
         if result.get("warm_up"):
             # Its models run on fake tensors, and other files' will: load that machinery
-            # once here, then check the file again in a child that has it.
-            emit("warm_up")
-            warmed = True
-            with contextlib.suppress(Exception):  # the child then loads it itself
-                warm_after_start(project)
+            # once here, then check the file again in a child that has it. A child forked
+            # before the warm-up may ask too: it is only checked again.
+            if not warmed:
+                emit("warm_up")
+                warmed = True
+                with contextlib.suppress(Exception):  # the child then loads it itself
+                    warm_after_start(project)
             waiting.insert(0, child.job)
             continue
         seconds = time.monotonic() - child.began
