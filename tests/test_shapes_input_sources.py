@@ -19,9 +19,10 @@ from torchlint.shapes.script_values import parsed_options  # noqa: E402
 
 
 class Documented(nn.Module):
-    def forward(self, hidden_states, mask, ids, steps):
+    def forward(self, hidden_states, mask, ids, steps, bbox):
         """
         Args:
+            bbox ('torch.Tensor' of shape '(batch_size, num_boxes, 4)'): quoted, not ticked.
             hidden_states (`torch.Tensor` of shape `(batch size, sequence_len, embed_dims)`):
                 the tokens.
             mask (`torch.BoolTensor`):
@@ -61,6 +62,12 @@ def test_docstring_shapes() -> None:
     steps = described_plans(model, "steps")
     assert steps is not None and [d.name for d in steps[0].specs[0].dims] == ["N"]
     assert described_plans(model, "missing") is None
+    boxes = described_plans(model, "bbox")
+    assert boxes is not None and [d.name for d in boxes[0].specs[0].dims] == [
+        "N",
+        "num_boxes",
+        None,
+    ]
 
 
 class Patches(nn.Module):
@@ -213,3 +220,36 @@ def test_a_conv_fed_one_dimension_too_few_was_given_the_wrong_rank() -> None:
     flat = nn.Conv2d(3, 8, 3)
     assert _unbatched(Failure(RuntimeError("channels"), module=flat, inputs=[(4, 32, 32)]))
     assert not _unbatched(Failure(RuntimeError("features"), module=nn.Linear(4, 2), inputs=[(2,)]))
+
+
+class ReadsAtOnce(nn.Module):
+    def forward(self, x, temb=None, frames=None, mask=None, scale=None, cond=None):
+        n = frames.shape[-1]
+        if mask is not None:
+            x = x * mask
+        if cond is None:
+            raise ValueError("cond is required")
+        y = x if scale is None else x * scale
+        return self.block(y, temb) + n
+
+
+class HandsItOn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = ReadsAtOnce()
+
+    def forward(self, x, frames=None, mask=None, cond=None):
+        return self.inner(x, None, frames, mask=mask, cond=cond)
+
+
+def test_a_none_default_read_at_once_is_an_input() -> None:
+    from torchlint.shapes.keyword_inputs import companion_inputs
+    from torchlint.shapes.required_optionals import required_optionals
+
+    model = ReadsAtOnce()
+    # `frames` is read at once and `cond` refuses None; `mask` is tested first, `scale`
+    # read only where it is not None, and `temb` only handed on.
+    assert required_optionals(model) == ["frames", "cond"]
+    assert companion_inputs(model) == ["x", "frames", "cond"]
+    # A head that hands them on to the block that needs them needs them too.
+    assert required_optionals(HandsItOn()) == ["frames", "cond"]

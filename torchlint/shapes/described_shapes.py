@@ -23,8 +23,9 @@ from torchlint.shapes.assumed_inputs import assumed
 from torchlint.shapes.infer import forward_function
 from torchlint.shapes.inputs import HINTS, Dim, InputPlan, TensorSpec
 
-#: "shape `(a, b, c)`", "shape: (a, b)", "shape [a, b]", "shape `((a, b))`" (no nesting).
-_SHAPE = re.compile(r"\bshape\s*:?\s*`*\s*[(\[]{1,2}([^()\[\]`]*)[)\]]", re.I)
+#: "shape `(a, b, c)`", "shape '(a, b)'", "shape: (a, b)", "shape [a, b]", "shape `((a, b))`"
+#: (no nesting).
+_SHAPE = re.compile(r"\bshape\s*:?\s*[`']*\s*[(\[]{1,2}([^()\[\]`']*)[)\]]", re.I)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ]*")
 _BATCH = frozenset({"batch_size", "batch", "b", "bs", "bsz", "n", "num_samples"})
 #: Roles the analysis probes with the usual sizes (an image's sides, a sequence).

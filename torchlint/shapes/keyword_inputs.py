@@ -3,9 +3,11 @@
 `forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, ...)` takes all
 its inputs as optional keywords, and the check feeds the first one only. An
 encoder-decoder model then stops without its decoder's tokens, a text-image model without
-its images, a cross-attention block without the encoder's states. A model whose check does
-not get through with its first input alone is checked again with these companions too:
-for that run its forward takes them as positional inputs and hands them on by keyword.
+its images, a cross-attention block without the encoder's states, and any model without a
+None-defaulted parameter its forward reads at once (`required_optionals`). A model whose
+check does not get through with its first inputs alone is checked again with these
+companions too: for that run its forward takes them as positional inputs and hands them on
+by keyword.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 
 from torchlint.shapes.inputs import forward_inputs
+from torchlint.shapes.required_optionals import required_optionals
 
 #: Optional forward parameters fed beside the first input, in this order: token ids and
 #: images of a text-image model, the decoder's tokens, the encoder's states read by a
@@ -41,6 +44,7 @@ def companion_inputs(model: nn.Module) -> list[str] | None:
         for name in COMPANIONS
         if name in parameters and name not in names and parameters[name].kind in kinds
     ]
+    extra += [n for n in required_optionals(model) if n not in names and n not in extra]
     return [*names, *extra] if extra else None
 
 
