@@ -787,7 +787,7 @@ class FileChecker:
             self.findings.append(F.definite(result.code, result.failure, ctx_for(plan, result)))
             return
         record["result"] = "skipped"
-        first = results[0][1]
+        first = _told_most(results)
         reason = (
             first.reason
             or _rank_reason(results)
@@ -1632,30 +1632,62 @@ def _unbatched(failure: Failure) -> bool:
     return len(shape) == len(module.kernel_size) + 1
 
 
-_UNPACK = re.compile(r"not enough values to unpack \(expected 3, got 2\)|tuple index out of range")
+_UNPACK = re.compile(r"not enough values to unpack \(expected (\d+), got (\d+)\)")
 _UNPACKS_SHAPE = re.compile(
-    r"^\s*\w+\s*,\s*\w+\s*,\s*\w+\s*=\s*[\w.]+\.(?:shape|size\(\))\s*(?:#.*)?$"
+    r"^\s*(\w+(?:\s*,\s*\w+)+)\s*=\s*[\w.]+\.(?:shape|size\(\))\s*(?:#.*)?$"
 )
 
 
 def _unpacked_rank(
     plan: InputPlan, result: PlanResult, sources: dict[str, str]
 ) -> InputPlan | None:
-    """A sequence `[N, L, F]` for a flat `[N, F]` input that forward unpacks in three
-    (`batch, length, hidden = x.shape`): a layer behind `x.view(-1, hidden)` takes the flat
-    input, the forward itself says it has three dimensions."""
+    """One more dimension, free and after the batch, for an input that forward unpacks in
+    one name more than it has (`batch, length, hidden = x.shape` for a flat `[N, F]`, whose
+    layer behind `x.view(-1, hidden)` took it flat; `b, t, c, h, w = pixel_values.shape` for
+    an image `[N, C, H, W]`: a video's frames). Only these two: a two-dimensional input counts
+    when a layer fixed its second size (a generic `[N, L]` is no flat `[N, F]`), and where a
+    size goes in a sequence is anyone's guess."""
     failure = result.failure
-    if result.ok or failure is None or failure.frame is None or len(plan.specs) != 1:
+    if result.ok or failure is None or failure.frame is None:
         return None
-    spec = plan.specs[0]
-    if len(spec.dims) != 2 or spec.dims[1].name is not None or not _UNPACK.search(str(failure.exc)):
-        return None  # only a flat input whose features a layer fixed (`[N, 2048]`)
+    message = str(failure.exc)
+    counts = _UNPACK.search(message)
+    if counts is None and "tuple index out of range" not in message:  # (traced: getitems)
+        return None
+    got = int(counts.group(2)) if counts else None
+    fits = [
+        i
+        for i, spec in enumerate(plan.specs)
+        if got in (None, len(spec.dims))
+        and (len(spec.dims) == 4 or (len(spec.dims) == 2 and spec.dims[1].name is None))
+    ]
+    if len(fits) != 1:
+        return None
+    spec = plan.specs[fits[0]]
+    expected = len(spec.dims) + 1
+    if counts is not None and int(counts.group(1)) != expected:
+        return None
     path, line, _ = failure.frame
     lines = sources.get(path, "").splitlines()
-    if not 0 < line <= len(lines) or not _UNPACKS_SHAPE.search(lines[line - 1]):
+    unpacked = _UNPACKS_SHAPE.search(lines[line - 1]) if 0 < line <= len(lines) else None
+    if unpacked is None or unpacked.group(1).count(",") + 1 != expected:
         return None
-    dims = [spec.dims[0], Dim.free("L"), spec.dims[1]]
-    return dataclasses.replace(plan, specs=[dataclasses.replace(spec, dims=dims)])
+    dims = [spec.dims[0], Dim.free("F" if len(spec.dims) == 4 else "L"), *spec.dims[1:]]
+    specs = list(plan.specs)
+    specs[fits[0]] = dataclasses.replace(spec, dims=dims)
+    return dataclasses.replace(plan, specs=specs)
+
+
+def _told_most(results: list[tuple[InputPlan, PlanResult]]) -> PlanResult:
+    """The result whose reason a skip gives: the first, unless it stopped at an unpacking
+    that a later plan with one more dimension got past (`_unpacked_rank`)."""
+    first = results[0][1]
+    if first.failure is None or not _UNPACK.search(str(first.failure.exc)):
+        return first
+    for _, later in results[1:]:
+        if later.failure is not None and not _UNPACK.search(str(later.failure.exc)):
+            return later
+    return first
 
 
 def _rank_reason(results: list[tuple[InputPlan, PlanResult]]) -> str | None:
