@@ -28,3 +28,38 @@ def test_a_head_past_the_stop_is_told_with_the_line_of_the_stop() -> None:
     # The detector is checked; the base class whose forward its head runs is covered.
     assert results["GoodDetector"] == results["TwoStageDetector"] == "ok"
     assert results["ScoringHead"] == "covered"
+
+
+PADS_PICKED = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class PadsPicked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.score = nn.Linear(32, 1)
+        self.proj = nn.Linear(32, 32)
+        self.out = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.proj(x)
+        keep = torch.nonzero(self.score(x)[:, 0] > 0).squeeze(-1)
+        picked = x[keep]
+        picked = F.pad(picked, (0, 0, 0, 64 - picked.shape[0]))
+        return self.out(picked)
+"""
+
+
+def test_a_size_from_values_handed_to_an_op_that_takes_numbers_is_a_stop(
+    tmp_path: Path,
+) -> None:
+    """`F.pad` refuses the count of kept tokens (an unbacked size): the run stops there, as
+    at a branch on values, and the layers after it are told."""
+    path = tmp_path / "picked.py"
+    path.write_text(PADS_PICKED, encoding="utf-8")
+    found = check_files([(str(path), PADS_PICKED)])[str(path)]
+    assert [d.code for d in found] == ["TL690"]
+    assert "stopped at picked.py:18" in found[0].message
+    assert "were not checked (out)" in found[0].message

@@ -11,6 +11,7 @@ any layer with weights ran (`x[:, : int(x.max())]` first thing) checks nothing.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,14 @@ from torchlint.shapes.propagate import _frame_from_traceback
 #: Errors of fake tensors at an op whose output size, or a branch on it, needs the values.
 _VALUE_ERRORS = frozenset(
     {"GuardOnDataDependentSymNode", "DynamicOutputShapeException", "DataDependentOutputException"}
+)
+#: An op that takes only numbers got a size computed from values (`u0`, an unbacked size of
+#: fake tensors: `F.pad(x, (0, 2048 - 16 * n))` with `n` from `.item()`), or a flag or size
+#: from one (`is_causal=n > 1`); in a run with numbers for every input size no other
+#: symbolic value can be there.
+_VALUE_SIZE = re.compile(
+    r"expected to contain only concrete integers"
+    r"|must be \w+, not Sym(?:Bool|Int|Float)|found element of type Sym(?:Int|Float)",
 )
 #: Layers named in a note, at most.
 _NAMED = 3
@@ -75,9 +84,10 @@ def _weighted(model: nn.Module) -> list[tuple[str, nn.Module]]:
 def value_stop(
     exc: BaseException, rerun: Callable[[], Any], user_files: set[str]
 ) -> ValueStop | None:
-    """The stop a failed fake run met, if it stopped at a size that depends on tensor
-    values after some layer with weights ran (`rerun` repeats the run, to see which)."""
-    if type(exc).__name__ not in _VALUE_ERRORS:
+    """The stop a failed fake run with numbers for its input sizes met, if it stopped at a
+    size that depends on tensor values after some layer with weights ran (`rerun` repeats
+    the run, to see which)."""
+    if type(exc).__name__ not in _VALUE_ERRORS and not _VALUE_SIZE.search(str(exc)):
         return None
     ran = frozenset(_completed_modules(rerun))
     if not any(next(m.parameters(recurse=False), None) is not None for m in ran):
