@@ -76,6 +76,7 @@ from torchlint.shapes.inputs import (
 )
 from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
+from torchlint.shapes.meta_run import passes_on_meta
 from torchlint.shapes.mixins import forward_mixin
 from torchlint.shapes.propagate import (
     Failure,
@@ -218,6 +219,8 @@ class FileChecker:
         self._passed: dict[tuple[Any, ...], dict[str, int]] = {}
         #: How the model being checked took another's analysis over ("sizes", "failure").
         self._reused: str | None = None
+        #: Whether a model's first run is tried on plain meta tensors first (`meta_run`).
+        self._meta_first = False
 
     def _session(self, model: nn.Module) -> Session:
         """The fake-tensor session of the model being checked (made on first use)."""
@@ -685,6 +688,9 @@ class FileChecker:
         count = len(inputs)
         graph, complete, entry = trace(model, count)
         record["path"] = "fx" if complete else "fallback"
+        # A forward that fx traced to its end has no branch on values: it runs on meta
+        # tensors as on fake ones. Others often stop on meta where fake tensors go on.
+        self._meta_first = complete
         self._unknown_input = None
         plans = self._plans(model, graph, entry, count, spec, declared)
         if layout_assumed(model):
@@ -928,6 +934,9 @@ class FileChecker:
         a batch of several samples is not analysed (`refused`): one sample is tried first.
         With `ones`, a definite failure is tried again with each described size at 1."""
         result = PlanResult()
+        passed = passes_on_meta(model, plan) if self._meta_first else None
+        if passed is not None:  # the same run as the first below, on plain meta tensors
+            return PlanResult(ok=True, hints=passed)
         world = World(model, plan, {}, symbolic=False, session=self._session(model))
         first_error = run_direct(world)
         result.hints = world.hints

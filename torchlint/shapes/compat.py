@@ -114,6 +114,7 @@ __all__ = [
     "layers",
     "load_internals",
     "load_native_openers",
+    "need_internals",
     "outside_range",
     "set_cache",
     "shape_env",
@@ -205,6 +206,12 @@ before_internals: Callable[[], None] | None = None
 def _first_use() -> None:
     if before_internals is not None and not internals_loaded():
         before_internals()
+
+
+def need_internals() -> None:
+    """Say that torch's lazily imported internals are about to be used (a run on meta
+    tensors reaches the same Python kernels as a fake one): see `before_internals`."""
+    _first_use()
 
 
 def shape_env() -> ShapeEnv:

@@ -1,0 +1,52 @@
+"""The first run of a traced model on plain meta tensors (`meta_run`): it decides only when
+it passes; any failure leaves the model to the fake-tensor run, whose answer stands."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec  # noqa: E402
+from torchlint.shapes.meta_run import on_meta, passes_on_meta  # noqa: E402
+
+
+class Mlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        positions = torch.arange(x.shape[-1])  # no device: made on meta too
+        return self.fc2(torch.relu(self.fc1(x + positions)))
+
+
+class MadeOnCpu(Mlp):
+    def forward(self, x):
+        return self.fc2(self.fc1(x + torch.zeros(16, device="cpu")))
+
+
+def _plan(features: int) -> InputPlan:
+    return InputPlan([TensorSpec([Dim.free("N"), Dim.fixed(features)])])
+
+
+def test_a_model_that_runs_on_meta_passes_with_the_plans_sizes() -> None:
+    with torch.device("meta"):
+        model = Mlp()
+    assert on_meta(model)
+    assert passes_on_meta(model, _plan(16)) == {"N": 2}
+
+
+def test_a_failure_on_meta_decides_nothing() -> None:
+    with torch.device("meta"):
+        wrong, cpu_made = Mlp(), MadeOnCpu()
+    assert passes_on_meta(wrong, _plan(8)) is None  # a shape error: the fake run tells it
+    assert passes_on_meta(cpu_made, _plan(16)) is None  # a CPU tensor met a meta one
+
+
+def test_a_model_holding_other_tensors_is_not_run_on_meta() -> None:
+    model = Mlp()  # real CPU weights (or fake ones, once a session made them)
+    assert not on_meta(model)
+    assert passes_on_meta(model, _plan(16)) is None

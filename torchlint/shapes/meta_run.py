@@ -1,0 +1,58 @@
+"""A first run on plain meta tensors, before any fake tensor is made.
+
+A model is built on the meta device. Most models pass their first run at the planned sizes,
+and a run on meta tensors costs a fraction of one under a FakeTensorMode (no dispatch mode,
+no cache keys): when it passes, the model passes. When it fails for any reason (a CPU
+tensor made in `forward`, `.item()`, an op without a meta kernel, a real shape error), the
+run is repeated on fake tensors and analysed as before, so the answer never depends on it.
+
+Factories called in `forward` without a device make meta tensors too (`torch.device("meta")`
+as the default device), so that `torch.arange(L)` allocates nothing. What the forward keeps
+on the module (a cached rotary table and its length) stays, as after a real call: the fake
+tensors made later take it over.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from torchlint.shapes import compat
+from torchlint.shapes.inputs import InputPlan
+
+
+def on_meta(model: nn.Module) -> bool:
+    """Whether every tensor the model holds is still a plain meta tensor (no fake tensor was
+    made of them yet, and none was loaded on another device)."""
+    for tensor in (*model.parameters(), *model.buffers()):
+        if type(tensor) not in (torch.Tensor, nn.Parameter) or not tensor.is_meta:
+            return False
+    for module in model.modules():
+        for value in vars(module).values():
+            if isinstance(value, torch.Tensor) and (
+                type(value) is not torch.Tensor or not value.is_meta
+            ):
+                return False
+    return True
+
+
+def passes_on_meta(model: nn.Module, plan: InputPlan) -> dict[str, int] | None:
+    """The sizes the run used when the model runs on meta inputs of the plan's starting
+    sizes, else None (it failed, or the model holds tensors that are not meta)."""
+    if not on_meta(model):
+        return None
+    compat.need_internals()
+    hints: dict[str, int] = {}
+    tensors = []
+    with torch.device("meta"):
+        for spec in plan.specs:
+            sizes = [
+                d.hint if d.name is None else hints.setdefault(d.name, d.hint) for d in spec.dims
+            ]
+            tensors.append(torch.empty(sizes, dtype=spec.dtype))
+    try:
+        with torch.device("meta"), torch.no_grad():
+            model(*plan.arguments(tensors))
+    except Exception:
+        return None
+    return hints
