@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from torchlint.shapes.ctor_usage import init_uses
-from torchlint.shapes.guess import guesses_for
+from torchlint.shapes.guess import describe, guesses_for, unwrap
 from torchlint.shapes.size_terms import expression, never_equal, symbolic, with_correction
 
 RUNS = [
@@ -146,3 +146,44 @@ def test_a_default_head_count_is_guessed_with_the_widths() -> None:
     assert all(run.get("dim_head", 64) == 64 for run in variant.runs)
     # Nothing guessed: the defaults stand.
     assert _guesses("def __init__(self, dim=32, heads=64):\n    pass\n") is None
+
+
+def test_a_parameter_kept_first_is_followed_to_its_layer() -> None:
+    # `self.positive_len = positive_len`, then `nn.Linear(self.positive_len + ...)`: a size,
+    # as is a parameter a size is computed from (`self.position_dim = freqs * 8`).
+    [variant] = _guesses(
+        "def __init__(self, positive_len, freqs):\n"
+        "    self.positive_len = positive_len\n"
+        "    self.position_dim = freqs * 8\n"
+        "    self.fc = nn.Linear(self.positive_len + self.position_dim, 512)\n"
+    )
+    assert all(isinstance(run["positive_len"], int) for run in variant.runs)
+    assert all(isinstance(run["freqs"], int) for run in variant.runs)
+    # A name assigned twice may hold anything the second time: not followed.
+    assert (
+        _guesses(
+            "def __init__(self, amount):\n"
+            "    self.w = amount\n"
+            "    self.w = other\n"
+            "    self.fc = nn.Linear(self.w, 4)\n"
+        )
+        is None
+    )
+
+
+class _Processor:
+    def __call__(self, attn: object, x: object) -> object:
+        return x
+
+
+def test_a_helper_object_named_by_its_annotation_is_built() -> None:
+    processor = inspect.Parameter(
+        "processor", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="_Processor"
+    )
+    dim = inspect.Parameter("dim", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int)
+    [variant] = guesses_for([dim, processor], None, {"_Processor": _Processor})
+    built = [unwrap(run)["processor"] for run in variant.runs]
+    assert all(isinstance(p, _Processor) for p in built) and len({id(p) for p in built}) == 3
+    assert describe({"processor": variant.runs[0]["processor"]}) == "processor=_Processor()"
+    # Not a layer, nor a class that needs arguments.
+    assert guesses_for([dim, processor], None, {"_Processor": dict}) is None

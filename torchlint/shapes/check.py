@@ -506,7 +506,7 @@ class FileChecker:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 return "with guessed sizes: the file's time budget was used up"
             try:
-                model = build(cls, [], arguments)
+                model = build(cls, [], unwrap(arguments))
             except Exception as exc:
                 # A default configuration may leave sizes to the parent model: give them.
                 filled = config_sizes(cls, arguments, run)

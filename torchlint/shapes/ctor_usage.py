@@ -3,7 +3,9 @@
 `def __init__(self, ntoken, ninp, nhid, nlayers, rnn_type)` says little by its names; its
 body says more: `nn.Embedding(ntoken, ninp)` makes `ntoken` and `ninp` sizes,
 `range(nlayers)` a count, `channels, height, width = img_shape` an image shape,
-`if rnn_type in ["LSTM", "GRU"]` a choice among those strings, `if tie_weights:` a flag a
+`if rnn_type in ["LSTM", "GRU"]` a choice among those strings (a parameter kept first,
+`self.positive_len = positive_len`, or a size made of one, `self.position_dim = freqs * 8`,
+is followed to where that name is used), `if tie_weights:` a flag a
 branch depends on, `model.channels` an object, and `self.shortcut = shortcut or
 nn.Identity()` a part that the parent hands in. The guesses (see `guess`) read these uses
 where names are silent.
@@ -109,9 +111,10 @@ def init_uses(init: ast.FunctionDef) -> Uses:
     args = init.args
     names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)[1:]}
     uses = Uses(read=True)
+    aliases = _aliases(init, names)
     for node in ast.walk(init):
         if isinstance(node, ast.Call):
-            _call(node, names, uses)
+            _call(node, names, uses, aliases)
         elif isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
             _test(node.test, names, uses)
         elif isinstance(node, ast.Compare):
@@ -133,14 +136,41 @@ def _attribute_of(node: ast.AST, names: set[str]) -> bool:
     )
 
 
-def _call(node: ast.Call, names: set[str], uses: Uses) -> None:
+def _aliases(init: ast.FunctionDef, names: set[str]) -> dict[str, list[str]]:
+    """Names assigned once from parameters (`self.dim = dim`, `inner = heads * dim_head`),
+    as `self.dim` / `inner`, with the parameters they are made of."""
+    found: dict[str, list[str]] = {}
+    twice: set[str] = set()
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        key = _alias_key(node.targets[0])
+        if key is None or key in names:
+            continue
+        if key in found:
+            twice.add(key)
+        found[key] = _names_in(node.value, names, found)
+    return {k: v for k, v in found.items() if v and k not in twice}
+
+
+def _alias_key(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and getattr(target.value, "id", None) == "self":
+        return f"self.{target.attr}"
+    return None
+
+
+def _call(
+    node: ast.Call, names: set[str], uses: Uses, aliases: dict[str, list[str]] | None = None
+) -> None:
     func = node.func
     callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
     if isinstance(func, ast.Name) and func.id in names:
         uses.add(func.id, "part")  # `block(dim)`: a layer type or factory
     if callee == "range":
         for arg in node.args:
-            for name in _names_in(arg, names):
+            for name in _names_in(arg, names, aliases):
                 uses.add(name, "count")
         return
     slots = _LAYERS.get(callee or "")
@@ -148,31 +178,44 @@ def _call(node: ast.Call, names: set[str], uses: Uses) -> None:
         return
     for position, arg in enumerate(node.args):
         if position < len(slots):
-            _slot(arg, slots[position], names, uses)
+            _slot(arg, slots[position], names, uses, aliases)
     for keyword in node.keywords:
         kind = _KEYWORDS.get(keyword.arg or "")
         if kind is not None:
-            _slot(keyword.value, kind, names, uses)
+            _slot(keyword.value, kind, names, uses, aliases)
 
 
-def _slot(arg: ast.expr, kind: str, names: set[str], uses: Uses) -> None:
+def _slot(
+    arg: ast.expr,
+    kind: str,
+    names: set[str],
+    uses: Uses,
+    aliases: dict[str, list[str]] | None = None,
+) -> None:
     if kind == "size":
-        for name in _names_in(arg, names):
+        for name in _names_in(arg, names, aliases):
             uses.add(name, "size")
     elif isinstance(arg, ast.Name) and arg.id in names:
         uses.add(arg.id, kind)
 
 
-def _names_in(expr: ast.expr, names: set[str]) -> list[str]:
-    """Parameters an arithmetic size expression is made of (`4 * d_model`, `dim // heads`)."""
+def _names_in(
+    expr: ast.expr, names: set[str], aliases: dict[str, list[str]] | None = None
+) -> list[str]:
+    """Parameters an arithmetic size expression is made of (`4 * d_model`, `dim // heads`,
+    `self.dim + self.position_dim` through `aliases`)."""
+    aliases = aliases or {}
     if isinstance(expr, ast.Name):
-        return [expr.id] if expr.id in names else []
+        return [expr.id] if expr.id in names else list(aliases.get(expr.id, ()))
+    key = _alias_key(expr)
+    if key is not None:
+        return list(aliases.get(key, ()))
     if isinstance(expr, ast.BinOp):
-        return _names_in(expr.left, names) + _names_in(expr.right, names)
+        return _names_in(expr.left, names, aliases) + _names_in(expr.right, names, aliases)
     if isinstance(expr, ast.UnaryOp):
-        return _names_in(expr.operand, names)
+        return _names_in(expr.operand, names, aliases)
     if isinstance(expr, ast.Call) and getattr(expr.func, "id", None) == "int" and expr.args:
-        return _names_in(expr.args[0], names)
+        return _names_in(expr.args[0], names, aliases)
     return []
 
 

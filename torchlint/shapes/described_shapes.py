@@ -67,7 +67,9 @@ def described_plans(model: nn.Module, name: str, config: Any = None) -> list[Inp
 
 def unpacked_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
     """The plan of an input whose sizes forward unpacks before anything else reads it
-    (`b, c, h, w = x.shape`): that many dimensions, the sizes named after the targets."""
+    (`b, c, h, w = x.shape`, or `list(x.size())`): that many dimensions, the sizes named
+    after the targets. Statements before it may read some of its sizes (`h, w =
+    x.shape[-2:]`) or keep it under another name (`residual = x`)."""
     function = forward_function(model)
     if function is None:
         return None
@@ -79,13 +81,41 @@ def unpacked_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
                 return None
             label = f"the input ({', '.join(targets)}) that forward unpacks"
             return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
-        if _reads_more_than_placement(statement, name):
+        if _reads_more_than_placement(statement, name) and not _reads_sizes_only(statement, name):
             return None  # read otherwise first
     return None
 
 
 #: Attributes that tell where a tensor lives and what it holds, not its sizes.
 _PLACEMENT = frozenset({"device", "dtype"})
+
+
+def _reads_sizes_only(statement: ast.stmt, name: str) -> bool:
+    """Whether a statement reads `name` only through `name.shape[...]` (some of its sizes:
+    `h, w = x.shape[-2:]`, `if h * w > self.limit:`), or is `other = name` (an alias)."""
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and _is_name(statement.value, name)
+    ):
+        return True
+    sized: set[int] = set()
+    for node in ast.walk(statement):
+        shape = node.value if isinstance(node, ast.Subscript) else None
+        if (
+            isinstance(shape, ast.Attribute)
+            and shape.attr == "shape"
+            and _is_name(shape.value, name)
+        ):
+            sized.add(id(shape.value))
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_is_name(t, name) for t in targets):
+                return False  # rebound
+    return all(
+        id(n) in sized for n in ast.walk(statement) if isinstance(n, ast.Name) and n.id == name
+    )
 
 
 def _reads_more_than_placement(statement: ast.stmt, name: str) -> bool:
@@ -216,6 +246,13 @@ def _unpacked_from(statement: ast.stmt, name: str) -> list[str] | None:
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return None
     target, value = statement.targets[0], statement.value
+    if (
+        isinstance(value, ast.Call)
+        and getattr(value.func, "id", None) in ("list", "tuple")
+        and len(value.args) == 1
+        and not value.keywords
+    ):
+        value = value.args[0]  # `list(x.size())`
     if isinstance(value, ast.Call) and not value.args and not value.keywords:
         value = value.func if isinstance(value.func, ast.Attribute) else value
         if not (isinstance(value, ast.Attribute) and value.attr == "size"):

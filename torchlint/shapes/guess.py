@@ -25,6 +25,7 @@ import dataclasses
 import inspect
 import itertools
 import re
+import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -105,7 +106,9 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] |
         return None
     parameters = [p.replace(default=known[p.name]) if p.name in known else p for p in parameters]
     owner = next((c for c in cls.__mro__ if "__init__" in vars(c)), None)
-    variants = guesses_for(parameters, class_uses(owner) if owner is not None else None)
+    module = sys.modules.get(getattr(owner, "__module__", None) or "")
+    namespace = vars(module) if module is not None else {}
+    variants = guesses_for(parameters, class_uses(owner) if owner is not None else None, namespace)
     # The script's options handed whole (`Model(args)`): the fields it reads from its data
     # are sized like parameters, per run.
     options = [name for name, value in known.items() if option_objects.is_options(value)]
@@ -140,10 +143,13 @@ def _known(parameters: list[inspect.Parameter], partial: dict[str, Any]) -> dict
 
 
 def guesses_for(
-    parameters: list[inspect.Parameter], uses: Uses | None = None
+    parameters: list[inspect.Parameter],
+    uses: Uses | None = None,
+    namespace: dict[str, Any] | None = None,
 ) -> list[Variant] | None:
     """`guesses` for a constructor with these parameters (read from the class or its
-    source) and, when known, what its body does with them."""
+    source) and, when known, what its body does with them. `namespace`: the globals of the
+    constructor's module, where an annotation written as text is looked up."""
     uses = uses or Uses()
     required = [
         p
@@ -161,7 +167,7 @@ def guesses_for(
     branches: dict[str, list[Any]] = {}
     sized = 0
     for param in required:
-        kind = _kind(param, uses)
+        kind = _kind(param, uses) or _helper_object(param, namespace or {})
         if kind is None:
             return None
         if isinstance(kind, list) or (kind == "flag" and "flag" in uses.of(param.name)):
@@ -180,6 +186,11 @@ def guesses_for(
                 run[param.name] = index != 1
             elif kind == "float":
                 run[param.name] = 0.0
+            elif isinstance(kind, type):
+                try:
+                    run[param.name] = _Filled(kind(), {})
+                except Exception:
+                    return None
             else:
                 run[param.name] = kind[index]
         sized += kind == "size"
@@ -284,6 +295,31 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
             return [*choices, OtherChoice(choices)]
         return list(choices)
     return None
+
+
+def _helper_object(param: inspect.Parameter, namespace: dict[str, Any]) -> type | None:
+    """The class a parameter's annotation names when it is a helper object that takes no
+    arguments (`processor: "MochiAttnProcessor2_0"`, the attention code a layer calls), not
+    a layer: built anew for each run."""
+    annotation = param.annotation
+    if isinstance(annotation, str):
+        annotation = namespace.get(annotation.strip().strip("'\""))
+    if not isinstance(annotation, type) or any(
+        c.__name__ == "Module" and c.__module__.startswith("torch.nn") for c in annotation.__mro__
+    ):
+        return None
+    if annotation.__module__ in ("builtins", "typing") or "__call__" not in vars(annotation):
+        return None
+    try:
+        parameters = inspect.signature(annotation).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(
+        p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        for p in parameters
+    ):
+        return None
+    return annotation
 
 
 def _int_or_tuple(annotation: Any) -> bool:

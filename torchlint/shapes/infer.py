@@ -19,6 +19,7 @@ from torch import fx, nn
 
 from torchlint.shapes.assumed_inputs import assumed_past
 from torchlint.shapes.astutil import function_source, self_path
+from torchlint.shapes.delegated_forward import delegated_body
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
 from torchlint.shapes.sliced_loops import loop_steps, undo
@@ -432,7 +433,9 @@ def _weight_product(
 
 def forward_function(module: nn.Module) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The parsed source of the module class's `forward`, type comments kept where they parse
-    (None when there is no source to read)."""
+    (None when there is no source to read). A forward that only hands its inputs to a
+    processor object (`return self.processor(self, x)`) reads as the processor's body (see
+    `delegated_forward`)."""
     source = function_source(type(module).forward)
     if source is None:
         return None
@@ -442,7 +445,7 @@ def forward_function(module: nn.Module) -> ast.FunctionDef | ast.AsyncFunctionDe
         except (SyntaxError, IndexError):
             continue
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return function
+            return delegated_body(module, function) or function
         return None
     return None
 
@@ -566,8 +569,10 @@ def infer_from_source(
         position = slot if isinstance(slot, int) else _param_index(module, slot)
         if position is None:
             return None
-        inner = infer_from_source(module, position, depth + 1) or infer_from_base_layer(
-            module, position
+        inner = (
+            infer_from_source(module, position, depth + 1)
+            or infer_from_base_layer(module, position)
+            or _described_inner(module, position)
         )
         kept = _kept_as(node, function) if not inner and past_layers and not passed else None
         if kept is not None:
@@ -584,6 +589,24 @@ def infer_from_source(
                 plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
         return assumed_past(plans, passed) or None
     return None
+
+
+def _described_inner(module: nn.Module, position: int) -> list[InputPlan] | None:
+    """The plan a custom submodule's own forward gives its input `position` by its
+    docstring, by unpacking its sizes or by indexing it (`x.permute(1, 0, 2)`): what the
+    submodule checked alone would be fed, and so what its parent hands it."""
+    from torchlint.shapes import described_shapes  # it reads forward with this module
+
+    function = forward_function(module)
+    params = forward_params(function) if function is not None else []
+    if position >= len(params):
+        return None
+    name = params[position]
+    return (
+        described_shapes.described_plans(module, name)
+        or described_shapes.unpacked_plans(module, name)
+        or described_shapes.indexed_plans(module, name)
+    )
 
 
 def leading_layer(module: nn.Module) -> nn.Module:
@@ -645,7 +668,24 @@ def infer_from_base_layer(model: nn.Module, index: int) -> list[InputPlan] | Non
 
 
 _RESHAPING = frozenset(
-    {"view", "reshape", "flatten", "permute", "transpose", "squeeze", "unsqueeze", "rearrange"}
+    {
+        "view",
+        "reshape",
+        "flatten",
+        "unflatten",
+        "permute",
+        "transpose",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+        "squeeze",
+        "unsqueeze",
+        "rearrange",
+        "einsum",
+        "view_as",
+        "reshape_as",
+    }
 )
 
 

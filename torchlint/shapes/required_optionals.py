@@ -19,6 +19,7 @@ import inspect
 from torch import nn
 
 from torchlint.shapes.astutil import function_source
+from torchlint.shapes.delegated_forward import delegated_body
 
 #: Expressions inside which a read may not run (`a if m is None else m.shape`).
 _CONDITIONAL = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp)
@@ -46,6 +47,7 @@ def required_optionals(model: nn.Module, depth: int = 0) -> list[str]:
         return []
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return []
+    function = delegated_body(model, function) or function  # `self.processor(self, x)`
     needs = _Needs(model, depth)
     return [name for name in optional if _read_first(function.body, name, needs)]
 
