@@ -28,3 +28,18 @@ def test_installed_package_in_a_virtualenv_inside_the_project_is_not_the_project
     assert spec is not None and spec.submodule_search_locations == [
         str(tmp_path / "models" / "sub")
     ]
+
+
+def test_weight_initialisation_is_skipped_on_meta_only() -> None:
+    """Value-only in-place methods return a meta tensor as it is while a model is built (no
+    slow decomposition per weight), and work as usual on real tensors."""
+    import torch
+
+    from torchlint.shapes.build import _meta_normal_skipped
+
+    with _meta_normal_skipped():
+        meta = torch.empty(4, 4, device="meta")
+        assert meta.clamp_(-2, 2) is meta and meta.normal_() is meta
+        real = torch.full((2,), 5.0)
+        assert real.clamp_(-2, 2).tolist() == [2.0, 2.0]
+    assert torch.Tensor.clamp_ is not None and torch.full((1,), 9.0).clamp_(0, 1).item() == 1.0

@@ -395,24 +395,43 @@ class _devices_kept:
             setattr(nn.Module, name, method)
 
 
+#: In-place methods that only change values, with no meta kernel (a Python decomposition of
+#: up to a millisecond a call): constructors call them on every weight they initialise
+#: (`nn.init.normal_`, timm's `trunc_normal_`: `uniform_`, `erfinv_`, `clamp_`).
+_VALUES_ONLY = (
+    "normal_",
+    "clamp_",
+    "clamp_min_",
+    "clamp_max_",
+    "erfinv_",
+    "exponential_",
+    "log_normal_",
+    "cauchy_",
+    "geometric_",
+)
+
+
 class _meta_normal_skipped:
-    """Make `tensor.normal_(...)` on a meta tensor return it at once. Meta tensors hold no
-    values, and torch has no meta kernel for it: each call runs a Python decomposition
-    (about a millisecond), and constructors call it for every weight they initialise
-    (`nn.init.kaiming_normal_`, `module.weight.data.normal_(std=0.02)`)."""
+    """Make the `_VALUES_ONLY` methods (`tensor.normal_(...)`) return a meta tensor at once:
+    meta tensors hold no values."""
 
     def __enter__(self) -> None:
-        self.original = original = torch.Tensor.normal_
-
-        def normal_(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-            if tensor.is_meta:
-                return tensor
-            return original(tensor, *args, **kwargs)
-
-        torch.Tensor.normal_ = normal_  # type: ignore[method-assign,assignment]
+        self.originals = {name: getattr(torch.Tensor, name) for name in _VALUES_ONLY}
+        for name, original in self.originals.items():
+            setattr(torch.Tensor, name, _skipped_on_meta(original))
 
     def __exit__(self, *exc: object) -> None:
-        torch.Tensor.normal_ = self.original  # type: ignore[method-assign]
+        for name, original in self.originals.items():
+            setattr(torch.Tensor, name, original)
+
+
+def _skipped_on_meta(original: Any) -> Any:
+    def method(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if tensor.is_meta:
+            return tensor
+        return original(tensor, *args, **kwargs)
+
+    return method
 
 
 class _parameters_on_meta:
