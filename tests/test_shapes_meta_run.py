@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec  # noqa: E402
-from torchlint.shapes.meta_run import on_meta, passes_on_meta  # noqa: E402
+from torchlint.shapes.meta_run import on_meta, passes_on_meta, rank_refused  # noqa: E402
 
 
 class Mlp(nn.Module):
@@ -50,3 +50,16 @@ def test_a_model_holding_other_tensors_is_not_run_on_meta() -> None:
     model = Mlp()  # real CPU weights (or fake ones, once a session made them)
     assert not on_meta(model)
     assert passes_on_meta(model, _plan(16)) is None
+
+
+def test_a_candidate_of_the_wrong_rank_is_spared_when_a_later_one_passes() -> None:
+    generic = [
+        InputPlan([TensorSpec([Dim.free("N"), Dim.free("L")])]),
+        InputPlan([TensorSpec([Dim.free(n) for n in "NCHW"])]),
+    ]
+    with torch.device("meta"):
+        pool, mlp = nn.MaxPool2d(2), Mlp()
+    assert rank_refused(pool, generic, 0)  # [N, L] fails on its rank, [N, C, H, W] runs
+    assert not rank_refused(pool, generic, 1)  # the last candidate is always run
+    # A failure on sizes, not on the rank, is left to the analysis.
+    assert not rank_refused(mlp, [_plan(8), _plan(16)], 0)

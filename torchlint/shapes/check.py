@@ -76,7 +76,7 @@ from torchlint.shapes.inputs import (
 )
 from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
-from torchlint.shapes.meta_run import passes_on_meta
+from torchlint.shapes.meta_run import passes_on_meta, rank_refused
 from torchlint.shapes.mixins import forward_mixin
 from torchlint.shapes.propagate import (
     Failure,
@@ -741,7 +741,9 @@ class FileChecker:
         # did not fail on the number of dimensions fails the same way, and none passes
         # without first pinning a size (`L = 100` so a BatchNorm1d sees 100 "channels").
         results: list[tuple[InputPlan, PlanResult]] = []
-        for plan in plans:
+        for index, plan in enumerate(plans):
+            if self._meta_first and rank_refused(model, plans, index):
+                continue  # a later candidate passes: the model is clean
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
             deeper = _unpacked_rank(plan, result, self.sources)

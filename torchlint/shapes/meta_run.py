@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from torchlint.shapes import compat
+from torchlint.shapes.findings import rank_error
 from torchlint.shapes.inputs import InputPlan
 
 
@@ -39,8 +40,16 @@ def on_meta(model: nn.Module) -> bool:
 def passes_on_meta(model: nn.Module, plan: InputPlan) -> dict[str, int] | None:
     """The sizes the run used when the model runs on meta inputs of the plan's starting
     sizes, else None (it failed, or the model holds tensors that are not meta)."""
+    return run_on_meta(model, plan)[0]
+
+
+def run_on_meta(
+    model: nn.Module, plan: InputPlan
+) -> tuple[dict[str, int] | None, BaseException | None]:
+    """`passes_on_meta`'s sizes, or None and the error the run met (None when the model
+    could not run on meta at all)."""
     if not on_meta(model):
-        return None
+        return None, None
     compat.need_internals()
     hints: dict[str, int] = {}
     tensors = []
@@ -53,6 +62,19 @@ def passes_on_meta(model: nn.Module, plan: InputPlan) -> dict[str, int] | None:
     try:
         with torch.device("meta"), torch.no_grad():
             model(*plan.arguments(tensors))
-    except Exception:
-        return None
-    return hints
+    except Exception as exc:
+        return None, exc
+    return hints, None
+
+
+def rank_refused(model: nn.Module, plans: list[InputPlan], index: int) -> bool:
+    """Whether plan `index` of candidates of several ranks fails on meta on its number of
+    dimensions while a later one passes: the later one makes the model clean, and the
+    analysis of the first on fake tensors (which fails alike) can be spared."""
+    later = plans[index + 1 :]
+    if not later:
+        return False
+    _, error = run_on_meta(model, plans[index])
+    if error is None or not rank_error(error):
+        return False
+    return any(passes_on_meta(model, plan) is not None for plan in later)
