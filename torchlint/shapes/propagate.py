@@ -407,6 +407,13 @@ def _fx_failure(
     owner = _library_layer(node, world.model, user_files)
     if owner is not None:
         failure.module_name, failure.module = owner
+    elif failure.op == "linear":
+        layer = _weight_layer(node, world.model)
+        if layer is not None:
+            # `F.linear(x, self.qkv.weight)` in a function forward calls: the layer whose
+            # weight it is does not fit.
+            failure.module_name, failure.module = layer
+            failure.inputs, failure.dtypes = failure.inputs[:1], failure.dtypes[:1]
     first = next((a for a in _flat_args(node) if isinstance(a, fx.Node)), None)
     while first is not None:
         if first.op == "placeholder":
@@ -601,6 +608,10 @@ class _OpTracker(TorchFunctionMode):
                     self.provenance.get(id(first)) if first is not None else None,
                     _sizes(list(args[1:])) if name in _RESHAPES else None,
                 )
+                if name == "linear":  # whose weight it was (`F.linear(x, self.qkv.weight)`)
+                    exc._torchlint_weight = kwargs.get(  # type: ignore[attr-defined]
+                        "weight", args[1] if len(args) > 1 else None
+                    )
             raise
         end = self.world.guard_count()
         if end > mark:
@@ -729,6 +740,12 @@ def _hooks_failure(
     elif op is not None:
         failure.op, failure.inputs, failure.dtypes, mark, producer, failure.target = op
         failure.guards = world.guards_since(mark)
+        owner = _weight_owner(getattr(exc, "_torchlint_weight", None), names)
+        if owner is not None:
+            # A functional call on a layer's weight, in a function the model calls: the
+            # layer is what does not fit.
+            failure.module, failure.module_name = owner, names.get(owner)
+            failure.inputs, failure.dtypes = failure.inputs[:1], failure.dtypes[:1]
     else:
         producer = None
         failure.guards = _decisions_since(world, top.mark) if top is not None else []
@@ -737,6 +754,29 @@ def _hooks_failure(
         failure.producer_join = producer[3]
     failure.frame = _frame_from_traceback(exc.__traceback__, user_files)
     return failure
+
+
+def _weight_layer(node: fx.Node, model: nn.Module) -> tuple[str, nn.Module] | None:
+    """The path and Linear whose weight a traced `linear` call takes, if one does."""
+    weight = node.args[1] if len(node.args) > 1 else node.kwargs.get("weight")
+    if not (isinstance(weight, fx.Node) and weight.op == "get_attr"):
+        return None
+    path, _, attr = _strip_entry(str(weight.target)).rpartition(".")
+    try:
+        layer = model.get_submodule(path)
+    except AttributeError:
+        return None
+    return (path, layer) if isinstance(layer, nn.Linear) and attr == "weight" else None
+
+
+def _weight_owner(weight: Any, names: dict[nn.Module, str]) -> nn.Module | None:
+    """The Linear of the model whose weight `weight` is, if one is."""
+    if not isinstance(weight, torch.Tensor):
+        return None
+    for module in names:
+        if isinstance(module, nn.Linear) and module.weight is weight:
+            return module
+    return None
 
 
 def _library_layer_op(module: nn.Module, op: Any, user_files: set[str]) -> bool:
