@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec  # noqa: E402
-from torchlint.shapes.meta_run import on_meta, passes_on_meta, rank_refused  # noqa: E402
+from torchlint.shapes.meta_run import MetaRuns, on_meta, passes_on_meta  # noqa: E402
 
 
 class Mlp(nn.Module):
@@ -59,7 +59,9 @@ def test_a_candidate_of_the_wrong_rank_is_spared_when_a_later_one_passes() -> No
     ]
     with torch.device("meta"):
         pool, mlp = nn.MaxPool2d(2), Mlp()
-    assert rank_refused(pool, generic, 0)  # [N, L] fails on its rank, [N, C, H, W] runs
-    assert not rank_refused(pool, generic, 1)  # the last candidate is always run
+    runs = MetaRuns(pool)
+    assert runs.rank_refused(generic, 0)  # [N, L] fails on its rank, [N, C, H, W] runs
+    assert not runs.rank_refused(generic, 1)  # the last candidate is always run
+    assert runs(generic[1])[0] == {"N": 2, "C": 8, "H": 96, "W": 96}  # run once, kept
     # A failure on sizes, not on the rank, is left to the analysis.
-    assert not rank_refused(mlp, [_plan(8), _plan(16)], 0)
+    assert not MetaRuns(mlp).rank_refused([_plan(8), _plan(16)], 0)

@@ -76,7 +76,7 @@ from torchlint.shapes.inputs import (
 )
 from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
-from torchlint.shapes.meta_run import passes_on_meta, rank_refused
+from torchlint.shapes.meta_run import MetaRuns
 from torchlint.shapes.mixins import forward_mixin
 from torchlint.shapes.propagate import (
     Failure,
@@ -221,6 +221,7 @@ class FileChecker:
         self._reused: str | None = None
         #: Whether a model's first run is tried on plain meta tensors first (`meta_run`).
         self._meta_first = False
+        self._meta_runs: MetaRuns | None = None
 
     def _session(self, model: nn.Module) -> Session:
         """The fake-tensor session of the model being checked (made on first use)."""
@@ -691,6 +692,7 @@ class FileChecker:
         # A forward that fx traced to its end has no branch on values: it runs on meta
         # tensors as on fake ones. Others often stop on meta where fake tensors go on.
         self._meta_first = complete
+        self._meta_runs = MetaRuns(model)
         self._unknown_input = None
         plans = self._plans(model, graph, entry, count, spec, declared)
         if layout_assumed(model):
@@ -742,7 +744,8 @@ class FileChecker:
         # without first pinning a size (`L = 100` so a BatchNorm1d sees 100 "channels").
         results: list[tuple[InputPlan, PlanResult]] = []
         for index, plan in enumerate(plans):
-            if self._meta_first and rank_refused(model, plans, index):
+            runs = self._meta_runs if self._meta_first else None
+            if runs is not None and runs.rank_refused(plans, index):
                 continue  # a later candidate passes: the model is clean
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
@@ -936,7 +939,8 @@ class FileChecker:
         a batch of several samples is not analysed (`refused`): one sample is tried first.
         With `ones`, a definite failure is tried again with each described size at 1."""
         result = PlanResult()
-        passed = passes_on_meta(model, plan) if self._meta_first else None
+        runs = self._meta_runs if self._meta_first else None
+        passed = runs(plan)[0] if runs is not None and runs.model is model else None
         if passed is not None:  # the same run as the first below, on plain meta tensors
             return PlanResult(ok=True, hints=passed)
         world = World(model, plan, {}, symbolic=False, session=self._session(model))
@@ -1155,9 +1159,28 @@ class FileChecker:
             return None
         code = F.classify(failure, self.user_files)
         every = {d.name: "" for spec in plan.specs for d in spec.dims if d.name}
-        if code is None or not every or not self._sized_alike(model, plan, hints, every, failure):
+        if code is None or not every:
             return None
-        return failure, code
+        if F.received_size(failure) is None and failure.module is None:
+            alike = self._op_alike(model, plan, hints, every, failure)
+        else:
+            alike = self._sized_alike(model, plan, hints, every, failure)
+        return (failure, code) if alike else None
+
+    def _op_alike(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        sizes: dict[str, str],
+        failure: Failure,
+    ) -> bool:
+        """Whether an op (a reshape, a cat) fails at the same line at every other value of
+        `sizes` that the model's own assertions let through: no size makes it pass."""
+        runs = [again for _, again in self._trials(model, plan, hints, sizes)]
+        same = [a for a in runs if _alike(a, failure) and a.frame == failure.frame]
+        refused = [a for a in runs if a is not None and a.op == "assert"]
+        return len(same) >= 2 and len(same) + len(refused) == len(runs)
 
     def _sized_alike(
         self,

@@ -43,9 +43,10 @@ def passes_on_meta(model: nn.Module, plan: InputPlan) -> dict[str, int] | None:
     return run_on_meta(model, plan)[0]
 
 
-def run_on_meta(
-    model: nn.Module, plan: InputPlan
-) -> tuple[dict[str, int] | None, BaseException | None]:
+MetaResult = tuple[dict[str, int] | None, BaseException | None]
+
+
+def run_on_meta(model: nn.Module, plan: InputPlan) -> MetaResult:
     """`passes_on_meta`'s sizes, or None and the error the run met (None when the model
     could not run on meta at all)."""
     if not on_meta(model):
@@ -67,14 +68,26 @@ def run_on_meta(
     return hints, None
 
 
-def rank_refused(model: nn.Module, plans: list[InputPlan], index: int) -> bool:
-    """Whether plan `index` of candidates of several ranks fails on meta on its number of
-    dimensions while a later one passes: the later one makes the model clean, and the
-    analysis of the first on fake tensors (which fails alike) can be spared."""
-    later = plans[index + 1 :]
-    if not later:
-        return False
-    _, error = run_on_meta(model, plans[index])
-    if error is None or not rank_error(error):
-        return False
-    return any(passes_on_meta(model, plan) is not None for plan in later)
+class MetaRuns:
+    """The meta runs of one model's candidate inputs, each run once (`run_on_meta`)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self._runs: dict[int, tuple[InputPlan, MetaResult]] = {}
+
+    def __call__(self, plan: InputPlan) -> MetaResult:
+        if id(plan) not in self._runs:  # the plan is kept: its id is not reused meanwhile
+            self._runs[id(plan)] = (plan, run_on_meta(self.model, plan))
+        return self._runs[id(plan)][1]
+
+    def rank_refused(self, plans: list[InputPlan], index: int) -> bool:
+        """Whether plan `index` of candidates of several ranks fails on meta on its number
+        of dimensions while a later one passes: the later one makes the model clean, and
+        the analysis of the first on fake tensors (which fails alike) can be spared."""
+        later = plans[index + 1 :]
+        if not later:
+            return False
+        _, error = self(plans[index])
+        if error is None or not rank_error(error):
+            return False
+        return any(self(plan)[0] is not None for plan in later)
