@@ -253,3 +253,23 @@ def test_a_none_default_read_at_once_is_an_input() -> None:
     assert companion_inputs(model) == ["x", "frames", "cond"]
     # A head that hands them on to the block that needs them needs them too.
     assert required_optionals(HandsItOn()) == ["frames", "cond"]
+
+
+def test_an_input_rebound_by_its_stages_is_not_inferred_from_the_last_layer() -> None:
+    """`x, h, w = embed(x)` in a loop over stages: the final norm takes the last stage's
+    output, not the input; the docstring's plan is the one left."""
+    import importlib.util
+    from pathlib import Path
+
+    from torchlint.shapes.infer import infer_from_source
+
+    path = Path(__file__).parent.parent / "fixtures" / "shapes" / "staged_embeddings.py"
+    spec = importlib.util.spec_from_file_location("staged_embeddings", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with torch.device("meta"):
+        model = module.Pyramid()
+    assert infer_from_source(model, 0) is None
+    [plan] = described_plans(model, "pixel_values")
+    assert [d.hint for d in plan.specs[0].dims][1] == 3

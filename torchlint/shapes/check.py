@@ -13,11 +13,13 @@ import contextlib
 import dataclasses
 import importlib.util
 import inspect
+import math
 import re
 import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from torch import fx, nn
@@ -794,6 +796,8 @@ class FileChecker:
                 reason = self._failure_reason(result.failure) + _GUESSED_RANK
                 self._skip(path, line, label, reason)
                 return
+            if self._passes_at_own_side(model, plan, result):
+                return  # its own image size passes: a size it was not made for failed
             record["result"] = "finding"
             self.findings.append(F.definite(result.code, result.failure, ctx_for(plan, result)))
             return
@@ -1149,6 +1153,17 @@ class FileChecker:
         world = World(model, plan, hints, symbolic=False, session=self._session(model))
         return analyze_hooks(world, self.user_files)
 
+    def _passes_at_own_side(self, model: nn.Module, plan: InputPlan, result: PlanResult) -> bool:
+        """Whether an image model passes at the side it gives itself (`config.image_size =
+        224`) although the analysis found no size that passes: the search missed it (a
+        position table reshaped to the patch grid fits that grid only)."""
+        own = F.own_image_side(model)
+        sides = {d.name for spec in plan.specs for d in spec.dims} & {"H", "W"}
+        if own is None or not sides:
+            return False
+        hints = {**result.hints, **dict.fromkeys(sides, own[1])}
+        return self._failure_at(model, plan, hints) is None
+
     def _concrete_failure(
         self, model: nn.Module, plan: InputPlan, hints: dict[str, int]
     ) -> tuple[Failure, str] | None:
@@ -1175,12 +1190,18 @@ class FileChecker:
         sizes: dict[str, str],
         failure: Failure,
     ) -> bool:
-        """Whether an op (a reshape, a cat) fails at the same line at every other value of
-        `sizes` that the model's own assertions let through: no size makes it pass."""
+        """Whether a reshape fails at the same line at every other value of `sizes`, in the
+        same proportion: past the dims it keeps from its input, it is given 3 values for
+        every 4 it asks for each time (`.reshape(b, n, 4, 3, 32)` of [b, n, 288]).
+        Other ops are left undecided: a table made for one input size (a rotary table of
+        the model's own resolution) fails alike at every size but that one."""
+        if failure.op not in ("reshape", "view"):
+            return False
         runs = [again for _, again in self._trials(model, plan, hints, sizes)]
-        same = [a for a in runs if _alike(a, failure) and a.frame == failure.frame]
-        refused = [a for a in runs if a is not None and a.op == "assert"]
-        return len(same) >= 2 and len(same) + len(refused) == len(runs)
+        if any(not (_alike(a, failure) and a.frame == failure.frame) for a in runs):
+            return False
+        items = {_per_item(a) for a in [failure, *runs]}  # type: ignore[list-item]
+        return len(items) == 1 and None not in items
 
     def _sized_alike(
         self,
@@ -1841,6 +1862,20 @@ def _solve(conditions: list[Any], world: World, hints: dict[sympy.Symbol, int]) 
         return Problem(conditions, world.names, hints).find()
     except Unsupported:
         return None
+
+
+def _per_item(failure: Failure) -> Fraction | None:
+    """For a failed reshape: how many values it was given for each it asked for, past the
+    leading dims it keeps from its input (None when they fit or are not all numbers)."""
+    shape = failure.inputs[0] if failure.inputs else None
+    target = failure.target
+    if not shape or not target or any(not isinstance(s, int) for s in [*shape, *target]):
+        return None
+    kept = 0
+    while kept < min(len(shape), len(target)) and shape[kept] == target[kept]:
+        kept += 1
+    given, asked = math.prod(shape[kept:]), math.prod(target[kept:])
+    return Fraction(given, asked) if asked > 0 and given != asked else None
 
 
 def _alike(again: Failure | None, failure: Failure) -> bool:

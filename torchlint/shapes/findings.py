@@ -867,6 +867,11 @@ _LENGTH_ATTRIBUTES = (
 _IMAGE_SIZE_ATTRIBUTES = ("image_size", "img_size", "input_size", "resolution")
 
 
+def own_image_side(model: nn.Module | None) -> tuple[str, int] | None:
+    """The image side the model gives itself (`img_size = 224`), with the attribute."""
+    return _own_size(model, _IMAGE_SIZE_ATTRIBUTES)
+
+
 def _own_length(model: nn.Module | None) -> tuple[str, int] | None:
     return _own_size(model, _LENGTH_ATTRIBUTES)
 

@@ -496,6 +496,13 @@ def infer_from_source(
     # Rebinding takes effect after the statement's own calls; only unconditional statements
     # of the function body count (`if x.dim() == 3: x = x.unsqueeze(0)` may not run).
     top_level = {id(statement) for statement in function.body}
+    looped = {
+        id(inner)
+        for loop in ast.walk(function)
+        if isinstance(loop, (ast.For, ast.While))
+        for statement in loop.body
+        for inner in ast.walk(statement)
+    }
     pending: list[tuple[tuple[int, int], str, list[tuple[str, list[Any]]] | None, bool]] = []
     passed: list[str] = []  # the custom submodules taken to keep the input's shape
     for node in _walk_in_order(function):
@@ -511,7 +518,12 @@ def infer_from_source(
             sliced = loop_steps(node, names)
             if sliced is not None:
                 names[sliced[0]] = sliced[1]
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and id(node) in top_level:
+        if isinstance(node, ast.Assign) and _loses_input(node, names, id(node) in looped):
+            # `x, h, w = embed(x)`, or `x = out[0]` in a loop: x is no longer the input.
+            end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+            for name in _assigned_names(node):
+                pending.append((end, name, None, True))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and id(node) in top_level:
             target = node.targets[0]
             if isinstance(target, ast.Name):
                 end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
@@ -607,6 +619,28 @@ def _described_inner(module: nn.Module, position: int) -> list[InputPlan] | None
         or described_shapes.unpacked_plans(module, name)
         or described_shapes.indexed_plans(module, name)
     )
+
+
+def _assigned_names(node: ast.Assign) -> list[str]:
+    return [
+        n.id
+        for target in node.targets
+        for n in ast.walk(target)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    ]
+
+
+def _loses_input(
+    node: ast.Assign, names: dict[str, list[tuple[str, list[Any]]]], in_loop: bool
+) -> bool:
+    """Whether an assignment rebinds a name that holds the input to something else: one
+    target among several (`x, h, w = self.embed(x)`), or in a loop's body a value that is
+    not a simple reshaping of it (`x = outputs[0]`)."""
+    assigned = [n for n in _assigned_names(node) if n in names]
+    if not assigned:
+        return False
+    unpacked = any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets)
+    return unpacked or (in_loop and _derived(node.value, names) is None)
 
 
 def leading_layer(module: nn.Module) -> nn.Module:
