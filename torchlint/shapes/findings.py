@@ -648,12 +648,6 @@ def custom_layer(failure: Failure, ctx: Context) -> tuple[str, nn.Module] | None
 def received_size(failure: Failure) -> int | None:
     """The size a sized layer (a Linear, a conv, a norm) checked and did not get, or None."""
     shape = failure.inputs[0] if failure.inputs else None
-    if failure.module is None and failure.op == "linear" and shape:
-        # `F.linear(x, self.qkv.weight)` in a function the layer's parent calls: the
-        # features the weight was handed.
-        value = shape[-1]
-        value = int(value) if isinstance(value, sympy.Integer) else value
-        return value if isinstance(value, int) else None
     return _received_size(failure.module, shape) if failure.module is not None else None
 
 
