@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec  # noqa: E402
-from torchlint.shapes.meta_run import MetaRuns, on_meta, passes_on_meta  # noqa: E402
+from torchlint.shapes.meta_run import MetaRuns, on_meta, run_on_meta  # noqa: E402
 
 
 class Mlp(nn.Module):
@@ -30,6 +30,10 @@ class MadeOnCpu(Mlp):
 
 def _plan(features: int) -> InputPlan:
     return InputPlan([TensorSpec([Dim.free("N"), Dim.fixed(features)])])
+
+
+def passes_on_meta(model: nn.Module, plan: InputPlan) -> dict[str, int] | None:
+    return run_on_meta(model, plan)[0]
 
 
 def test_a_model_that_runs_on_meta_passes_with_the_plans_sizes() -> None:

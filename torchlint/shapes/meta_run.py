@@ -37,18 +37,13 @@ def on_meta(model: nn.Module) -> bool:
     return True
 
 
-def passes_on_meta(model: nn.Module, plan: InputPlan) -> dict[str, int] | None:
-    """The sizes the run used when the model runs on meta inputs of the plan's starting
-    sizes, else None (it failed, or the model holds tensors that are not meta)."""
-    return run_on_meta(model, plan)[0]
-
-
 MetaResult = tuple[dict[str, int] | None, BaseException | None]
 
 
 def run_on_meta(model: nn.Module, plan: InputPlan) -> MetaResult:
-    """`passes_on_meta`'s sizes, or None and the error the run met (None when the model
-    could not run on meta at all)."""
+    """The sizes the run used when the model runs on meta inputs of the plan's starting
+    sizes; else None, and the error the run met (None when the model holds tensors that
+    are not meta)."""
     if not on_meta(model):
         return None, None
     compat.need_internals()
