@@ -255,6 +255,72 @@ def test_a_none_default_read_at_once_is_an_input() -> None:
     assert required_optionals(HandsItOn()) == ["frames", "cond"]
 
 
+class ReadsPerSample(nn.Module):
+    def forward(self, x, mask=None, lengths=None):
+        out = []
+        for i in range(x.shape[0]):
+            out.append(x[i] * mask[i])
+        for n in lengths or []:
+            out.append(n)
+        return torch.stack(out)
+
+
+class ProjectsTime(nn.Module):
+    def __init__(self, timed: bool) -> None:
+        super().__init__()
+        self.act = nn.SiLU()
+        self.proj = nn.Linear(8, 8) if timed else None
+        self.skip_act = False
+
+    def forward(self, x, temb=None):
+        if self.proj is not None:
+            if not self.skip_act:
+                temb = self.act(temb)
+            x = x + self.proj(temb)
+        return x
+
+
+class TakesTime(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = ProjectsTime(timed=True)
+
+    def forward(self, x, temb=None):
+        return self.block(x, temb)
+
+
+def test_reads_in_sample_loops_and_settled_branches_count() -> None:
+    """A loop over `range(n)` runs; an `if` on the model's own attributes runs one way; a
+    layer of torch's own (`nn.SiLU`) needs its tensor, as does a submodule's parameter
+    without a default that its forward reads at once."""
+    from torchlint.shapes.required_optionals import required_optionals
+
+    assert required_optionals(ReadsPerSample()) == ["mask"]  # `lengths` is tested first
+    assert required_optionals(ProjectsTime(timed=True)) == ["temb"]
+    assert required_optionals(ProjectsTime(timed=False)) == []
+    assert required_optionals(TakesTime()) == ["temb"]
+
+
+def test_an_input_beside_the_first_whose_shape_nothing_tells_is_tried_assumed() -> None:
+    from torchlint.shapes.assumed_inputs import is_assumed
+    from torchlint.shapes.open_inputs import open_input_plans
+
+    model = ReadsPerSample()
+    names = ["x", "mask", "lengths"]
+    assert open_input_plans(model, names, 0) is None  # the first input is never guessed
+    plans = open_input_plans(model, names, 1)
+    assert plans is not None
+    assert [len(p.specs[0].dims) for p in plans] == [2, 1, 3]
+    assert all(is_assumed(p) and "`mask`" in p.label for p in plans)
+    assert open_input_plans(TakesLayers(), ["x", "p", "embed"], 1) is None  # an int
+    assert open_input_plans(TakesLayers(), ["x", "p", "embed"], 2) is None  # a layer
+
+
+class TakesLayers(nn.Module):
+    def forward(self, x, p: int, embed):
+        return x.view(-1, p) @ embed.weight
+
+
 def test_an_input_rebound_by_its_stages_is_not_inferred_from_the_last_layer() -> None:
     """`x, h, w = embed(x)` in a loop over stages: the final norm takes the last stage's
     output, not the input; the docstring's plan is the one left."""

@@ -80,6 +80,7 @@ from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.meta_run import MetaRuns
 from torchlint.shapes.mixins import forward_mixin
+from torchlint.shapes.open_inputs import TRIED_SHAPES, open_input_plans
 from torchlint.shapes.propagate import (
     Failure,
     Session,
@@ -215,6 +216,7 @@ class FileChecker:
         self._settings: module_settings.Settings = []
         #: The forward input whose shape the last planning could not infer.
         self._unknown_input: str | None = None
+        self._open_input: str | None = None
         #: Failures of a first run (see `_failure_key`) whose analysis found no shape error.
         self._failed: dict[tuple[Any, ...], _Undecided] = {}
         #: Failures of a first run, and sizes at which the analysis found the model passes.
@@ -695,7 +697,7 @@ class FileChecker:
         # tensors as on fake ones. Others often stop on meta where fake tensors go on.
         self._meta_first = complete
         self._meta_runs = MetaRuns(model)
-        self._unknown_input = None
+        self._unknown_input = self._open_input = None
         plans = self._plans(model, graph, entry, count, spec, declared)
         if layout_assumed(model):
             plans = assumed(plans, "with its batch size read off the first input")
@@ -703,17 +705,39 @@ class FileChecker:
             record["result"] = "skipped"
             missing = _stubbed_parts(model, self.project.stubbed)
             unknown = self._unknown_input or inputs[0]
-            reason = (
-                f"needs {missing}, which is not installed"
-                if missing
-                else f"cannot infer the shape of `{unknown}`; declare it with "
-                "`# torchlint: input-shape=(...)` on the class line"
-            )
+            reason = f"needs {missing}, which is not installed" if missing else _unknown(unknown)
             self._skip(path, line, label, reason)
             if not missing and not prefix:
                 # A layer (an RMSNorm) that a checked model of the run uses was checked there.
                 self.findings[-1]["unless_covered"] = f"{path}::{type(model).__name__}"
             return
+        start = len(self.findings)
+        self._try_plans(model, label, where, record, prefix, plans, graph, count, complete)
+        if self._open_input is not None and record["result"] == "skipped":
+            # An input whose shape nothing tells was guessed, and no guess ran: say so.
+            failed = self.findings[start:]
+            del self.findings[start:]
+            tried = failed[-1]["message"].split(" skipped: ", 1)[-1] if failed else ""
+            tried = tried.split(" (for the input [")[0]
+            guesses = f"tried as {TRIED_SHAPES}: {tried}" if tried else f"tried as {TRIED_SHAPES}"
+            self._skip(path, line, label, f"{_unknown(self._open_input)} ({guesses})")
+            if not prefix:
+                self.findings[-1]["unless_covered"] = f"{path}::{type(model).__name__}"
+
+    def _try_plans(
+        self,
+        model: nn.Module,
+        label: str,
+        where: tuple[str, int],
+        record: dict[str, Any],
+        prefix: str,
+        plans: list[InputPlan],
+        graph: fx.Graph,
+        count: int,
+        complete: bool,
+    ) -> None:
+        """Run the model on its candidate input plans; report, note or skip what happened."""
+        path, line = where
         if not materialize_lazy(model, plans):
             record["result"] = "skipped"
             self._skip(
@@ -899,6 +923,8 @@ class FileChecker:
                     or (index < len(names) and sliced_plans(model, names[index]))
                     or scaled_input_plans(model, index)
                 )
+                if not found and (found := open_input_plans(model, names, index)):
+                    self._open_input = names[index]
             if described:
                 found = _with_described(found or [], described[0])
             if not found:
@@ -1886,6 +1912,13 @@ def _alike(again: Failure | None, failure: Failure) -> bool:
 def _symbolic_limit(exc: BaseException) -> bool:
     """Whether an error says that an op cannot take symbolic sizes (not that sizes differ)."""
     return bool(_SYMBOLIC_LIMIT.search(f"{type(exc).__name__}: {exc}"))
+
+
+def _unknown(name: str) -> str:
+    return (
+        f"cannot infer the shape of `{name}`; declare it with "
+        "`# torchlint: input-shape=(...)` on the class line"
+    )
 
 
 def _failure_reason(failure: Failure, stubbed: list[str]) -> str:

@@ -8,7 +8,8 @@ Fed its first input alone, such a model only says "'NoneType' object has no attr
 
 A parameter counts when a statement that always runs reads it as a tensor (an attribute, an
 index, arithmetic), refuses None for it, or hands it to a submodule that needs it, before
-any test of it (`if mask is not None:`) or new value for it.
+any test of it (`if mask is not None:`) or new value for it. The body of a loop over
+`range(n)` counts as run: such loops go over the batch's samples or a size's steps.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import inspect
 
 from torch import nn
 
-from torchlint.shapes.astutil import function_source
+from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.delegated_forward import delegated_body
 
 #: Expressions inside which a read may not run (`a if m is None else m.shape`).
@@ -29,15 +30,19 @@ _STRAIGHT = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
 def required_optionals(model: nn.Module, depth: int = 0) -> list[str]:
     """The forward's None-defaulted parameters read unconditionally, in signature order
     (through submodules that need them, `depth` levels down so far)."""
+    return _read_parameters(model, depth, optional_only=True)
+
+
+def _read_parameters(model: nn.Module, depth: int, optional_only: bool) -> list[str]:
+    """The forward's parameters (None-defaulted ones only, or those and the ones without a
+    default) that it reads unconditionally."""
     try:
         parameters = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         return []
-    optional = [
-        name
-        for name, p in parameters.items()
-        if p.default is None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    wanted = (None,) if optional_only else (None, inspect.Parameter.empty)
+    optional = [name for name, p in parameters.items() if p.kind in kinds and p.default in wanted]
     if not optional:
         return []
     source = function_source(type(model).forward)
@@ -68,8 +73,14 @@ class _Needs:
         sub = getattr(self.model, func.attr, None)
         if not isinstance(sub, nn.Module):
             return False
+        if _built_in(sub) and any(_is(arg, name) for arg in call.args[:1]):
+            return True  # `self.act(temb)`: torch's own layers take tensors
         keywords = [k.arg for k in call.keywords if _is(k.value, name) and k.arg]
-        needed = required_optionals(sub, self.depth + 1) if keywords or call.args else []
+        needed = (
+            _read_parameters(sub, self.depth + 1, optional_only=False)
+            if keywords or call.args
+            else []
+        )
         if any(k in needed for k in keywords):
             return True
         try:
@@ -80,6 +91,11 @@ class _Needs:
             _is(arg, name) and i < len(params) and params[i] in needed
             for i, arg in enumerate(call.args)
         )
+
+
+def _built_in(module: nn.Module) -> bool:
+    """A layer of torch's own that fails on None (any but `nn.Identity`)."""
+    return type(module).__module__.startswith("torch.nn.") and not isinstance(module, nn.Identity)
 
 
 #: How many submodules deep a handed-on parameter is followed.
@@ -106,6 +122,19 @@ def _read_first(body: list[ast.stmt], name: str, needs: _Needs) -> bool:
             continue
         if isinstance(statement, ast.If) and _refuses_none(statement, name):
             return True  # `if mask is None: raise ValueError(...)`
+        taken = _settled_branch(statement, needs.model)
+        if taken is not None:  # `if self.time_emb_proj is not None:` on this model
+            if _read_first(taken, name, needs):
+                return True
+            if _mentions(statement, name):
+                return False
+            continue
+        if (  # `for i in range(batch_size): mask = attention_mask[i]`: a batch has samples
+            _counted_loop(statement)
+            and not _mentions(statement.iter, name)
+            and _read_first(statement.body, name, needs)
+        ):
+            return True
         if _mentions(statement, name):  # tested, or read only on some paths
             return False
     return False
@@ -129,6 +158,62 @@ def _reads(node: ast.AST | list[ast.withitem], name: str, needs: _Needs) -> bool
             return True
         stack.extend(ast.iter_child_nodes(current))
     return False
+
+
+def _settled_branch(statement: ast.stmt, model: nn.Module) -> list[ast.stmt] | None:
+    """The statements an `if` on the model's own attributes runs for this model
+    (`if self.proj is not None:`, `if not self.skip_act:`), or None for another test."""
+    if not isinstance(statement, ast.If) or _mentions_other_than_self(statement.test):
+        return None
+    truth = _attribute_truth(statement.test, model)
+    if truth is None:
+        return None
+    return statement.body if truth else statement.orelse
+
+
+def _attribute_truth(test: ast.expr, model: nn.Module) -> bool | None:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _attribute_truth(test.operand, model)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        right = test.comparators[0]
+        if not (isinstance(right, ast.Constant) and right.value is None):
+            return None
+        value = _attribute(test.left, model)
+        if value is _UNKNOWN or not isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+            return None
+        return (value is None) == isinstance(test.ops[0], ast.Is)
+    value = _attribute(test, model)
+    return bool(value) if value is None or isinstance(value, (bool, nn.Module)) else None
+
+
+_UNKNOWN = object()
+
+
+def _attribute(node: ast.expr, model: nn.Module) -> object:
+    """`self.name`'s value on the model, or `_UNKNOWN`."""
+    path = self_path(node)
+    if path is None or "." in path:
+        return _UNKNOWN
+    return getattr(model, path, _UNKNOWN)
+
+
+def _mentions_other_than_self(test: ast.expr) -> bool:
+    return any(isinstance(n, ast.Name) and n.id != "self" for n in ast.walk(test))
+
+
+def _counted_loop(statement: ast.stmt) -> bool:
+    """`for i in range(n):`, a loop over samples or steps, whose body runs at least once
+    on any input with samples."""
+    if not isinstance(statement, ast.For) or statement.orelse:
+        return False
+    loop = statement.iter
+    return (
+        isinstance(loop, ast.Call)
+        and isinstance(loop.func, ast.Name)
+        and loop.func.id == "range"
+        and len(loop.args) == 1
+    )
 
 
 def _refuses_none(statement: ast.If, name: str) -> bool:

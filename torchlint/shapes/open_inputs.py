@@ -1,0 +1,73 @@
+"""Inputs beside the first whose shape nothing in the code tells.
+
+`num_frames = image_only_indicator.shape[-1]`, or `mask = attention_mask[i]` in a loop over
+the samples: the forward reads sizes or values of such an input, or hands it to a function,
+but no layer takes it and no name or docstring says its shape. Rather than skip the whole
+model, the check tries it as a tensor of one sample's values, [N, L], then [N] and
+[N, L, C]. The plans are `assumed`: a model that runs with one of them is checked (its
+first input is what its layers take), and one that fails with all of them is skipped as
+before, saying that the input's shape could not be inferred.
+
+Only a tensor is guessed: not an input annotated otherwise (`p: int`), nor one that forward
+uses as a layer (`word_embeddings.weight`, `embed(x)`).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import torch
+from torch import nn
+
+from torchlint.shapes.assumed_inputs import assumed
+from torchlint.shapes.infer import forward_function
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
+
+#: The tried shapes, most common first: per-token values, per-sample values, features.
+_TRIED = ("NL", "N", "NLC")
+#: How a skip names them.
+TRIED_SHAPES = "[N, L], [N] and [N, L, C]"
+
+#: Attributes of a layer, not of a tensor.
+_LAYER_ATTRIBUTES = {"weight", "bias", "parameters", "in_features", "out_features"}
+
+
+def open_input_plans(model: nn.Module, names: list[str], index: int) -> list[InputPlan] | None:
+    """Assumed plans for input `index`, a tensor beside the first input; None for the first
+    input itself (its shape must be found, not guessed) and for an input that is no tensor."""
+    if index == 0 or index >= len(names) or not _may_be_tensor(model, names[index]):
+        return None
+    plans = [
+        InputPlan([TensorSpec([Dim.free(n) for n in letters], torch.float32)]) for letters in _TRIED
+    ]
+    return assumed(plans, f"for `{names[index]}`, whose shape forward does not tell")
+
+
+def _may_be_tensor(model: nn.Module, name: str) -> bool:
+    try:
+        parameter = inspect.signature(model.forward).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    if parameter is None:
+        return False
+    annotation = parameter.annotation
+    if annotation is not parameter.empty and "Tensor" not in str(annotation):
+        return False
+    function = forward_function(model)
+    if function is None:
+        return False
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Attribute)
+            and _is(node.value, name)
+            and node.attr in _LAYER_ATTRIBUTES
+        ):
+            return False
+        if isinstance(node, ast.Call) and _is(node.func, name):
+            return False
+    return True
+
+
+def _is(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
