@@ -221,3 +221,54 @@ def test_layers_named_by_index_are_kept() -> None:
     assert _shallow(Config((3, 5, 7, 11))).num_hidden_layers == 12
     assert _shallow(Config((0, 1))).num_hidden_layers == 2
     assert _shallow(Config((-1,))).num_hidden_layers == 2
+
+
+def test_held_configurations_and_experts_are_cut() -> None:
+    """A multimodal model's `vision_config` is cut like its own; a mixture of experts keeps
+    enough experts for its routing (two per group at least, as many groups)."""
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Vision:
+        num_hidden_layers: int = 24
+
+    @dataclass
+    class Text:
+        num_hidden_layers: int = 48
+        n_routed_experts: int = 256
+        num_experts_per_tok: int = 8
+        n_group: int = 8
+        topk_group: int = 4
+
+    @dataclass
+    class Multimodal:
+        vision_config: Vision = field(default_factory=Vision)
+        text_config: Text = field(default_factory=Text)
+
+    config = _shallow(Multimodal())
+    assert config.vision_config.num_hidden_layers == 2
+    text = config.text_config
+    assert text.num_hidden_layers == 2
+    # 8 groups of 2: four chosen groups hold the 8 experts a token takes.
+    assert text.n_routed_experts == 16
+
+    @dataclass
+    class Few:
+        num_local_experts: int = 4
+        num_experts_per_tok: int = 2
+
+    assert _shallow(Few()).num_local_experts == 4
+
+
+def test_batch_sizes_are_searched_up_to_a_few_hundred() -> None:
+    """A condition only a batch of thousands meets is no solution (and the batch's range
+    does not multiply the search with another size)."""
+    import sympy
+
+    from torchlint.shapes.solve import MAX_BATCH, Problem
+
+    n, length = sympy.Symbol("n", positive=True), sympy.Symbol("l", positive=True)
+    names = {n: "N", length: "L"}
+    assert Problem([sympy.Eq(n, MAX_BATCH + 1)], names, {n: 2}).find() is None
+    found = Problem([sympy.Eq(n * length, 3000)], names, {n: 2, length: 16}).find()
+    assert found is not None and found[n] * found[length] == 3000 and found[n] <= MAX_BATCH

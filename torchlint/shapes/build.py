@@ -149,6 +149,8 @@ _DEPTH_FIELDS = ("n_layer", "n_layers", "num_layers", "num_hidden_layers", "dept
 #: An encoder-decoder's two stacks, cut alike (a cache sized by one serves the other).
 _DEPTH_FIELDS += ("encoder_layers", "decoder_layers", "num_decoder_layers")
 _MAX_DEPTH = 2
+#: How many levels of configurations held by configurations are cut.
+_NESTED = 2
 
 
 def _default_config(cls: type, name: str, annotation: Any) -> Any:
@@ -226,15 +228,21 @@ def _module_config_class(cls: type) -> type | None:
     return candidates[0] if len(candidates) == 1 else None
 
 
-def _shallow(config: Any) -> Any:
+def _shallow(config: Any, nested: int = 0) -> Any:
     """The configuration with at most a couple of layers: shapes repeat from layer to layer,
-    and a 48-layer default only costs time.
+    and a 48-layer default only costs time. The configurations it holds (a multimodal
+    model's `vision_config`, an encoder-decoder's `encoder_config`) are cut alike.
 
     A count that per-stage lists follow (ConvNeXt's `num_stages` with its `hidden_sizes`,
     which HF configurations also answer as `num_hidden_layers`) is left as it is: stages
     differ in their sizes. A list that only names each layer's kind (`layer_types`, one
     "full_attention" or "sliding_attention" per layer) is cut with the count.
     """
+    if nested < _NESTED:
+        with contextlib.suppress(TypeError):
+            for value in list(vars(config).values()):
+                if value is not config and _config_like(type(value)):
+                    _shallow(value, nested + 1)
     try:
         lists = {k: v for k, v in vars(config).items() if isinstance(v, (list, tuple))}
     except TypeError:
@@ -252,7 +260,37 @@ def _shallow(config: Any) -> Any:
                 setattr(config, field_name, depth)
             except Exception:
                 continue
+    _fewer_experts(config)
     return config
+
+
+#: Configuration fields that count a mixture of experts' experts, and the experts each token
+#: is routed to.
+_EXPERT_FIELDS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+_ROUTED_FIELDS = ("num_experts_per_tok", "num_experts_per_token", "moe_topk", "top_k")
+
+
+def _fewer_experts(config: Any) -> None:
+    """A mixture of experts cut to a few experts: each expert is the same layer, and a
+    forward that goes through 128 of them on fake tensors only costs time. Enough are kept
+    for the tokens' routing: as many as each token takes (at least 4), and with grouped
+    routing (`n_group`, `topk_group`) at least two per group, as many groups as before."""
+    routed = next((v for f in _ROUTED_FIELDS if _count(v := getattr(config, f, None))), 1)
+    groups = getattr(config, "n_group", None)
+    chosen = getattr(config, "topk_group", None)
+    groups = groups if _count(groups) else 1
+    chosen = chosen if _count(chosen) and chosen <= groups else groups
+    per_group = max(2, -(-max(routed, 4) // groups), -(-routed // chosen))
+    fewer = groups * per_group
+    for field_name in _EXPERT_FIELDS:
+        value = getattr(config, field_name, None)
+        if _count(value) and value > fewer:
+            with contextlib.suppress(Exception):
+                setattr(config, field_name, fewer)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _layer_kinds(name: str, values: Any) -> bool:

@@ -807,7 +807,8 @@ class FileChecker:
                 # unchanged: no failure is news.
                 record["result"] = "skipped"
                 reason = self._failure_reason(result.failure)
-                self._skip(path, line, label, f"{reason} (for {plan.label})")
+                told = f" (for {plan.label})" if plan.label else ""
+                self._skip(path, line, label, reason + told)
                 return
             if (_other_rank_open(plan, results) and not F.layer_sizes(result.failure.module)) or (
                 plan.source == "named" and _other_rank_open(plan, results, ran=True)

@@ -2,7 +2,8 @@
 
 Guards from the ShapeEnv are sympy expressions over the input's symbolic sizes, using
 torch's integer functions (FloorDiv, Mod, ...). They are compiled into vectorised torch
-integer code and searched over positive sizes up to `BOUND`: first equal sizes for all
+integer code and searched over positive sizes up to `BOUND` (batch sizes up to
+`MAX_BATCH`): first equal sizes for all
 spatial dimensions (the usual square image), then one size at a time, then (for two sizes)
 the full grid, then random samples.
 """
@@ -21,6 +22,9 @@ BOUND = 4096
 _SPATIAL = ("H", "W", "D")
 #: Spatial sizes below this are not real inputs (a 1x1 image would "fix" any conv net).
 MIN_SPATIAL = 4
+#: Batch sizes searched: a condition that only a batch of thousands meets is none a user
+#: has, and the batch's range is a factor of every search with another size.
+MAX_BATCH = 256
 
 Values = dict["sympy.Symbol", torch.Tensor]
 Compiled = Callable[[Values], torch.Tensor]
@@ -170,7 +174,7 @@ class Problem:
             return None
         generator = torch.Generator().manual_seed(0)
         samples = {
-            s: torch.randint(self._low(s), BOUND + 1, (200_000,), generator=generator)
+            s: torch.randint(self._low(s), self._high(s) + 1, (200_000,), generator=generator)
             for s in self.symbols
         }
         ok = self._eval(samples)
@@ -182,8 +186,11 @@ class Problem:
     def _low(self, symbol: sympy.Symbol) -> int:
         return MIN_SPATIAL if self.names.get(symbol, "")[:1] in (*_SPATIAL, "T") else 1
 
+    def _high(self, symbol: sympy.Symbol) -> int:
+        return MAX_BATCH if self.names.get(symbol, "")[:1] == "N" else BOUND
+
     def _domain(self, symbol: sympy.Symbol) -> torch.Tensor:
-        return torch.arange(self._low(symbol), BOUND + 1, dtype=torch.int64)
+        return torch.arange(self._low(symbol), self._high(symbol) + 1, dtype=torch.int64)
 
 
 def _conjunction(parts: list[Compiled]) -> Compiled:
