@@ -1,6 +1,7 @@
 """Benchmark: the shape check (TL601-TL606, TL690) on released model zoos.
 
-Run: `python bench/zoo.py [--zoo NAME ...] [--files N] [--timeout S] [--src DIR] [--json OUT]`.
+Run: `python bench/zoo.py [--zoo NAME ...] [--files N] [--timeout S] [--src DIR] [--tl606]
+[--json OUT]`.
 Zoos: torchvision.models, timm.models, transformers (40 much-used model families),
 diffusers.models, pytorch/examples and karpathy/nanoGPT (the last two are source trees
 under `--src`, as `examples/` and `nanoGPT/`; a zoo whose package or tree is missing is
@@ -15,7 +16,9 @@ or the hooks fallback, classes checked only inside another model (covered), mode
 counts model checks, one class checked through two builders twice; `classes checked` counts
 each class once), findings,
 median seconds per model checked, wall seconds, peak memory of the worker. `--json` keeps
-every TL690 message and the silent classes too.
+every TL690 message and the silent classes too. The rules are those of a default run (TL606
+off, so the sizes a model is limited to are not searched for when it runs at its own usual
+image side); `--tl606` turns it on.
 """
 
 from __future__ import annotations
@@ -211,8 +214,11 @@ def _reason(message: str) -> str:
     return "other"
 
 
-def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str, Any]:
-    """Check one zoo in this process (call it in a child: it reports the worker's peak RSS)."""
+def run_zoo(
+    zoo: str, src: Path, limit: int | None, timeout: float, sizes: bool = False
+) -> dict[str, Any]:
+    """Check one zoo in this process (call it in a child: it reports the worker's peak RSS).
+    `sizes`: with TL606 on (a default run has it off)."""
     from torchlint.shapes import check_files, discover
 
     files, missing = zoo_files(zoo, src, limit)
@@ -228,7 +234,7 @@ def run_zoo(zoo: str, src: Path, limit: int | None, timeout: float) -> dict[str,
     stats: dict[str, list[dict[str, Any]]] = {}
     started = time.perf_counter()
     try:
-        found = check_files(pairs, timeout=timeout, stats=stats)
+        found = check_files(pairs, timeout=timeout, stats=stats, size_conditions=sizes)
     except TypeError:  # an older torchlint (to compare with): no per-model records
         found = check_files(pairs, timeout=timeout)
     wall = time.perf_counter() - started
@@ -328,16 +334,18 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per file")
     parser.add_argument("--src", type=Path, default=Path("bench/src"), help="source trees")
     parser.add_argument("--json", type=Path, help="write every row (with findings) here")
+    parser.add_argument("--tl606", action="store_true", help="with TL606 on (off by default)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_zoo(args.one, args.src, args.files, args.timeout)))
+        print(json.dumps(run_zoo(args.one, args.src, args.files, args.timeout, args.tl606)))
         return
     rows = []
     for zoo in args.zoo or zoos:
         command = [sys.executable, __file__, "--one", zoo, "--src", str(args.src)]
         command += ["--timeout", str(args.timeout)]
         command += ["--files", str(args.files)] if args.files else []
+        command += ["--tl606"] if args.tl606 else []
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         try:
             row = json.loads(done.stdout.strip().splitlines()[-1])

@@ -27,7 +27,9 @@ class InputSizeConstraint(Rule):
     The analysis that finds the sizes costs about as much as the rest of the check, so it
     runs only for models of modest size (a few dozen modules) that fail at torchlint's first
     guess of the input size (96x96 images, sequences of 16) and pass at a usual one (32, 28,
-    224, 64).
+    224, 64). While this rule is off, an image model that names its own usual side
+    (`img_size = 224`) and runs at it is clean at once: the search for the other sizes it
+    takes, which only this rule tells, is skipped.
 
     ## Example
     ```python

@@ -87,3 +87,86 @@ def test_a_model_built_from_a_missing_package_says_which(tmp_path) -> None:
     assert (
         "(torchlint_test_absent_package, which its file imports, is not installed)" in result.stdout
     ), result.stdout
+
+
+OWN_SIDE = """
+import torch
+import torch.nn as nn
+
+
+class PatchClassifier(nn.Module):
+    def __init__(self, img_size=224, patch=16, dim=32):
+        super().__init__()
+        self.img_size = img_size
+        self.embed = nn.Conv2d(3, dim, patch, patch)
+        self.head = nn.Linear(dim * (img_size // patch) ** 2, 10)
+
+    def forward(self, x):
+        return self.head(self.embed(x).flatten(1))
+"""
+
+
+def test_an_image_model_that_runs_at_its_own_side_is_clean_without_the_size_search() -> None:
+    """A head sized for the model's own 224x224 fails at the first guess (96): the search
+    that finds 224 only serves TL606 (off by default). Without TL606 the model
+    is run at its own side at once, and is clean."""
+    from torchlint.shapes import check_files
+
+    files = [("own_side.py", OWN_SIDE)]
+    told = check_files(files, size_conditions=True)
+    assert [d.code for ds in told.values() for d in ds] == ["TL606"]
+    stats: dict = {}
+    assert check_files(files, size_conditions=False, stats=stats) == {}
+    assert [r["result"] for rs in stats.values() for r in rs] == ["ok"]
+
+
+TEMPLATE = """
+import torch.nn as nn
+
+
+class ToyMixer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 16)
+        self.scale = nn.Parameter(torch.ones(32))  # the converter's rewrite makes it 16
+
+    def forward(self, x):
+        return self.proj(x) * self.scale
+
+
+class ToyHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+GENERATED = """# This file was automatically generated from src/toy/modular_toy.py.
+import torch.nn as nn
+
+
+class ToyMixer(nn.Module):
+    pass
+"""
+
+
+def test_a_modular_templates_class_is_checked_in_its_generated_file(tmp_path) -> None:
+    """transformers' `modular_<name>.py` is not what runs: a class that the file generated
+    from it defines is a TL690 naming that file; the template's other classes are checked."""
+    from torchlint.shapes import check_files
+
+    template = tmp_path / "modular_toy.py"
+    template.write_text("import torch\n" + TEMPLATE)
+    (tmp_path / "modeling_toy.py").write_text(GENERATED)
+    stats: dict = {}
+    found = check_files([(str(template), template.read_text())], stats=stats)
+    told = [d for ds in found.values() for d in ds]
+    assert [(d.code, d.line) for d in told] == [("TL690", 6)]
+    assert "modeling_toy.py: checked there" in told[0].message
+    assert [r["model"] for rs in stats.values() for r in rs] == ["ToyHead"]
+    # Without the generated file, the template is an ordinary file.
+    (tmp_path / "modeling_toy.py").unlink()
+    found = check_files([(str(template), template.read_text())])
+    assert [d.code for ds in found.values() for d in ds] == ["TL605"]

@@ -399,6 +399,7 @@ def _shape_diagnostics(
             started=started,
             checked=checked,
             progress=(lambda done, total: progress("shapes", done, total)) if progress else None,
+            size_conditions=any(_SIZE_CONDITION in t.settings.enabled for t in candidates),
         )
         for task in candidates:
             if checked is not None and task.display not in checked:
@@ -452,6 +453,10 @@ def _note_cached_timeouts(
         f" run{then} and are not retried: --no-cache, or a larger TORCHLINT_SHAPES_TIMEOUT,"
         " checks them again"
     )
+
+
+#: The rule that tells the input sizes a model is limited to (off by default).
+_SIZE_CONDITION = "TL606"
 
 
 def _shape_candidates(tasks: list[_Task], overrides: Overrides) -> list[_Task]:

@@ -58,6 +58,7 @@ def check_files(
     started: WorkerProcess | None = None,
     checked: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    size_conditions: bool = True,
 ) -> dict[str, list[Diagnostic]]:
     """TL6xx diagnostics per path for the given (path, source) files of one run.
 
@@ -73,6 +74,9 @@ def check_files(
     serves the check if a model is to be checked, and is stopped in any case.
     `checked`: the paths of the files to check (the others are evidence only); None: all.
     `progress` is called as the worker answers: files checked so far, files with models.
+    `size_conditions`: whether the sizes a model is limited to are wanted (TL606, off by
+    default). Without them, an image model that runs at its own common side (`img_size =
+    224`) is clean without the search for the sizes it takes.
     """
     if timeout is None:
         try:
@@ -82,24 +86,66 @@ def check_files(
     worker = started
     try:
         infos = _scan(files)
+        moved = _moved_to_generated(infos, checked)
+        infos = [info for info in infos if info.classes or info.module_level]
         if checked is not None:
             chosen = {(i.path, n) for i in infos if i.path in checked for n in _names(i)}
             only = chosen if only is None else {pair for pair in only if pair in chosen}
         if not infos:
-            return {}
+            return moved
         if not torch_available():
-            return _check_models(infos, files, declared, timeout, tables, only, stats, None, False)
+            found = _check_models(infos, files, declared, timeout, tables, only, stats, None, False)
+            return _merged(found, moved)
         if worker is None and _needs_worker(infos, tables is not None):
             # A model will be checked: the worker imports torch while evidence is collected.
             from torchlint.shapes.client import start_worker
 
             worker = start_worker()
-        return _check_models(
-            infos, files, declared, timeout, tables, only, stats, worker, progress=progress
+        found = _check_models(
+            infos,
+            files,
+            declared,
+            timeout,
+            tables,
+            only,
+            stats,
+            worker,
+            progress=progress,
+            size_conditions=size_conditions,
         )
+        return _merged(found, moved)
     finally:
         if worker is not None:
             worker.close()
+
+
+def _moved_to_generated(
+    infos: list[FileInfo], checked: Collection[str] | None
+) -> dict[str, list[Diagnostic]]:
+    """TL690 for the classes of transformers' modular templates that a file generated from
+    the template defines too (see `modular_templates`); they are taken out of `infos`."""
+    from torchlint.shapes.modular_templates import generated_twins, template_reason
+
+    moved: dict[str, list[Diagnostic]] = {}
+    for info in infos:
+        twins = generated_twins(info.abspath, list(info.classes))
+        for name, twin in twins.items():
+            cls = info.classes.pop(name)
+            if (checked is not None and info.path not in checked) or not _has_forward(cls):
+                continue
+            item = {"code": _SKIPPED, "path": info.path, "line": cls.line, "col": 1}
+            message = f"shape check of {name} skipped: {template_reason(twin)}"
+            moved.setdefault(info.path, []).append(_diagnostic(item, message, {}))
+    return moved
+
+
+def _merged(
+    found: dict[str, list[Diagnostic]], moved: dict[str, list[Diagnostic]]
+) -> dict[str, list[Diagnostic]]:
+    for path, diagnostics in moved.items():
+        found.setdefault(path, []).extend(diagnostics)
+        found[path].sort(key=Diagnostic.sort_key)
+    return found
 
 
 def _names(info: FileInfo) -> list[str]:
@@ -184,6 +230,7 @@ def _check_models(
     worker: WorkerProcess | None,
     torch: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    size_conditions: bool = True,
 ) -> dict[str, list[Diagnostic]]:
     """`check_files` once the files that define models are known (`worker`: started early,
     or None)."""
@@ -216,6 +263,7 @@ def _check_models(
                 "module_level": info.module_level,
                 "module_level_spec": facts.get((info.abspath, evidence.MODULE_LEVEL)),
                 **({"table": True} if tables is not None else {}),
+                **({} if size_conditions else {"size_conditions": False}),
             }
         )
     if not torch:
@@ -294,12 +342,16 @@ def _unchecked(info: FileInfo, reason: str) -> list[dict[str, Any]]:
             "message": f"shape check of {name} skipped: {UNFINISHED} ({reason})",
         }
         for name, cls in info.classes.items()
-        if any(
-            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "forward"
-            for item in cls.node.body
-        )
+        if _has_forward(cls)
     ]
     return found or [{"code": _SKIPPED, "path": info.abspath, "line": 1, "col": 1, "error": reason}]
+
+
+def _has_forward(cls: Any) -> bool:
+    return any(
+        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "forward"
+        for item in cls.node.body
+    )
 
 
 def _record_covered(

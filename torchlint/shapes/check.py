@@ -197,6 +197,8 @@ class FileChecker:
         self.user_files = project.files
         self.stats = stats or Stats()
         self.findings: list[F.Finding] = []
+        #: Whether the sizes a model is limited to are wanted (TL606), see `_clean_at_own_side`.
+        self.size_conditions = True
         self.covered: set[type] = set()
         #: Per class, an instance of it inside a model that was built but not checked: a
         #: block built with its real arguments, to check on its own (see `_check_part`).
@@ -237,6 +239,7 @@ class FileChecker:
     # -- files -----------------------------------------------------------------------------
     def check_job(self, job: dict[str, Any]) -> list[F.Finding]:
         path = job["abspath"]
+        self.size_conditions = job.get("size_conditions", True)
         try:
             module = self.project.load(path, job["module"])
         except Exception as exc:
@@ -738,6 +741,8 @@ class FileChecker:
     ) -> None:
         """Run the model on its candidate input plans; report, note or skip what happened."""
         path, line = where
+        if not self.size_conditions and self._clean_at_own_side(model, plans):
+            return
         if not materialize_lazy(model, plans):
             record["result"] = "skipped"
             self._skip(
@@ -1179,6 +1184,28 @@ class FileChecker:
         """The failure of a run with concrete sizes, followed by hooks (None: it passed)."""
         world = World(model, plan, hints, symbolic=False, session=self._session(model))
         return analyze_hooks(world, self.user_files)
+
+    def _clean_at_own_side(self, model: nn.Module, plans: list[InputPlan]) -> bool:
+        """Whether an image model runs on an inferred input at the usual side it gives itself
+        (`img_size = 224`): then it is clean, and the search for the other sizes it takes,
+        which only TL606 tells (off by default), is spared. Most vision transformers fail
+        at the first guess (96) and pass only at their own side."""
+        own = F.own_image_side(model)
+        if own is None or own[1] not in F.COMMON_IMAGE_SIZES:
+            return False
+        for plan in plans:
+            sides = {d.name for spec in plan.specs for d in spec.dims} & {"H", "W"}
+            if plan.evidenced or not sides or plan.exact:
+                continue
+            sized = _with_sides(plan, sides, own[1])
+            if self._meta_first:
+                if self._meta_runs(sized)[0] is not None:
+                    return True
+                continue
+            world = World(model, sized, {}, symbolic=False, session=self._session(model))
+            if run_direct(world) is None:
+                return True
+        return False
 
     def _passes_at_own_side(self, model: nn.Module, plan: InputPlan, result: PlanResult) -> bool:
         """Whether an image model passes at the side it gives itself (`config.image_size =
@@ -1913,6 +1940,15 @@ def _alike(again: Failure | None, failure: Failure) -> bool:
 def _symbolic_limit(exc: BaseException) -> bool:
     """Whether an error says that an op cannot take symbolic sizes (not that sizes differ)."""
     return bool(_SYMBOLIC_LIMIT.search(f"{type(exc).__name__}: {exc}"))
+
+
+def _with_sides(plan: InputPlan, sides: set[str], side: int) -> InputPlan:
+    """The plan with its image sides starting at `side` (still free sizes)."""
+    specs = [
+        TensorSpec([Dim(d.name, side) if d.name in sides else d for d in spec.dims], spec.dtype)
+        for spec in plan.specs
+    ]
+    return dataclasses.replace(plan, specs=specs)
 
 
 def _unknown(name: str) -> str:
