@@ -148,6 +148,7 @@ REASONS = (
     ("no accepted input size found", r"no input size found|failed differently"),
     ("time budget", r"time budget|timed out|took longer"),
     ("worker crashed / internal error", r"internal error|crash|no answer|killed"),
+    ("modular template (checked in its generated file)", r"modular template"),
 )
 
 

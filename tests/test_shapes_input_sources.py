@@ -210,7 +210,9 @@ def test_call_site_with_options_and_data_sizes() -> None:
 
 def test_a_conv_fed_one_dimension_too_few_was_given_the_wrong_rank() -> None:
     """A conventional input (a name's, a docstring's) that a conv gets without its batch
-    dimension is a wrong rank, not a wrong conv: such a run is a TL690, never a TL603."""
+    dimension, or a Linear as one value per sample (`timestep` read as [N] where the model
+    takes a time embedding [N, 1024]), is a wrong rank, not a wrong layer: such a run is a
+    TL690, never a TL601 or TL603."""
     from torchlint.shapes.check import _unbatched
     from torchlint.shapes.propagate import Failure
 
@@ -219,7 +221,11 @@ def test_a_conv_fed_one_dimension_too_few_was_given_the_wrong_rank() -> None:
     assert not _unbatched(Failure(RuntimeError("channels"), module=conv, inputs=[(2, 4, 100)]))
     flat = nn.Conv2d(3, 8, 3)
     assert _unbatched(Failure(RuntimeError("channels"), module=flat, inputs=[(4, 32, 32)]))
-    assert not _unbatched(Failure(RuntimeError("features"), module=nn.Linear(4, 2), inputs=[(2,)]))
+    # A Linear given one value per sample read the batch as its features.
+    assert _unbatched(Failure(RuntimeError("features"), module=nn.Linear(4, 2), inputs=[(2,)]))
+    assert not _unbatched(
+        Failure(RuntimeError("features"), module=nn.Linear(4, 2), inputs=[(2, 3)])
+    )
 
 
 class ReadsAtOnce(nn.Module):
@@ -277,6 +283,8 @@ class ProjectsTime(nn.Module):
             if not self.skip_act:
                 temb = self.act(temb)
             x = x + self.proj(temb)
+        else:
+            x = x if temb is None else x + temb
         return x
 
 

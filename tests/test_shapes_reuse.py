@@ -252,6 +252,12 @@ def test_held_configurations_and_experts_are_cut() -> None:
     # 8 groups of 2: four chosen groups hold the 8 experts a token takes.
     assert text.n_routed_experts == 16
 
+    # A failure met with the cut configuration is confirmed with the whole one.
+    from torchlint.shapes.build import full_depth
+
+    deep = full_depth({"config": config})
+    assert deep is not None and deep["config"].vision_config.num_hidden_layers == 24
+
     @dataclass
     class Few:
         num_local_experts: int = 4

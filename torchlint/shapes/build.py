@@ -336,9 +336,23 @@ def full_depth(kwargs: dict[str, Any]) -> dict[str, Any] | None:
             fresh = type(value)()
         except Exception:
             continue
-        if any(getattr(fresh, f, None) != getattr(value, f, None) for f in _DEPTH_FIELDS):
+        if _was_cut(fresh, value):
             deep[key] = fresh
     return deep if any(deep[k] is not kwargs[k] for k in kwargs) else None
+
+
+def _was_cut(fresh: Any, cut: Any, nested: int = 0) -> bool:
+    """Whether `_shallow` cut `cut` (or a configuration it holds) from `fresh`."""
+    fields = (*_DEPTH_FIELDS, *_EXPERT_FIELDS)
+    if any(getattr(fresh, f, None) != getattr(cut, f, None) for f in fields):
+        return True
+    if nested >= _NESTED:
+        return False
+    try:
+        held = [(k, v) for k, v in vars(cut).items() if v is not cut and _config_like(type(v))]
+    except TypeError:
+        return False
+    return any(_was_cut(getattr(fresh, k, None), v, nested + 1) for k, v in held)
 
 
 def builder_arguments(function: Any) -> dict[str, Any]:

@@ -1741,10 +1741,15 @@ def _untied(plan: InputPlan) -> InputPlan | None:
 #: Unpacking three sizes of a 2-D tensor: run as Python, or as a traced graph's getitems.
 def _unbatched(failure: Failure) -> bool:
     """A conv that got an input with one dimension fewer than a batch of its own (torch reads
-    it as one unbatched sample, its batch as channels)."""
+    it as one unbatched sample, its batch as channels), or a Linear or LayerNorm that got a
+    batch of single values ([N]: the batch read as its features)."""
     module = failure.module
     shape = failure.inputs[0] if failure.inputs else None
-    if not isinstance(module, nn.modules.conv._ConvNd) or shape is None:
+    if shape is None:
+        return False
+    if isinstance(module, (nn.Linear, nn.LayerNorm)):
+        return len(shape) == 1
+    if not isinstance(module, nn.modules.conv._ConvNd):
         return False
     return len(shape) == len(module.kernel_size) + 1
 

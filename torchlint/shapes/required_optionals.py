@@ -9,7 +9,9 @@ Fed its first input alone, such a model only says "'NoneType' object has no attr
 A parameter counts when a statement that always runs reads it as a tensor (an attribute, an
 index, arithmetic), refuses None for it, or hands it to a submodule that needs it, before
 any test of it (`if mask is not None:`) or new value for it. The body of a loop over
-`range(n)` counts as run: such loops go over the batch's samples or a size's steps.
+`range(n)` counts as run: such loops go over the batch's samples or a size's steps. Of an
+`if` on the model's own attributes (`if self.time_emb_proj is not None:`), only the branch
+this model takes counts. Handing it to one of torch's layers (`self.act(temb)`) reads it.
 """
 
 from __future__ import annotations
@@ -126,9 +128,9 @@ def _read_first(body: list[ast.stmt], name: str, needs: _Needs) -> bool:
         if taken is not None:  # `if self.time_emb_proj is not None:` on this model
             if _read_first(taken, name, needs):
                 return True
-            if _mentions(statement, name):
+            if any(_mentions(s, name) for s in taken):
                 return False
-            continue
+            continue  # the other branch does not run
         if (  # `for i in range(batch_size): mask = attention_mask[i]`: a batch has samples
             _counted_loop(statement)
             and not _mentions(statement.iter, name)
