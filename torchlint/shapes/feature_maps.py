@@ -9,7 +9,6 @@ handed to whole (`self.classification_head(x)`). The plan passes a couple of suc
 from __future__ import annotations
 
 import ast
-import inspect
 import typing
 from typing import Any
 
@@ -22,7 +21,7 @@ from torchlint.shapes.infer import (
     forward_params,
     infer_from_source,
 )
-from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, forward_parameter
 
 #: Feature maps passed for a list input (pyramid levels).
 _LEVELS = 2
@@ -37,10 +36,7 @@ def _list_text(text: str) -> bool:
 def tensor_list_input(model: nn.Module, name: str) -> bool:
     """Whether forward's parameter `name` is annotated as a list of tensors (in the
     signature, or in a `# type: (list[Tensor]) -> Tensor` comment)."""
-    try:
-        parameter = inspect.signature(model.forward).parameters.get(name)
-    except (TypeError, ValueError):
-        return False
+    parameter = forward_parameter(model, name)
     if parameter is None:
         return False
     annotation = parameter.annotation

@@ -92,6 +92,14 @@ class InputPlan:
 # -- the forward signature ----------------------------------------------------------------
 
 
+def forward_parameter(model: nn.Module, name: str) -> inspect.Parameter | None:
+    """Forward's parameter `name`, or None (no such parameter, or no signature)."""
+    try:
+        return inspect.signature(model.forward).parameters.get(name)
+    except (TypeError, ValueError):
+        return None
+
+
 def forward_inputs(model: nn.Module) -> list[str] | None:
     """Names of the forward parameters that take the model's inputs, or None if unclear."""
     try:

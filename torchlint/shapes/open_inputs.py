@@ -15,14 +15,13 @@ uses as a layer (`word_embeddings.weight`, `embed(x)`).
 from __future__ import annotations
 
 import ast
-import inspect
 
 import torch
 from torch import nn
 
 from torchlint.shapes.assumed_inputs import assumed
 from torchlint.shapes.infer import forward_function
-from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
+from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, forward_parameter
 
 #: The tried shapes, most common first: per-token values, per-sample values, features.
 _TRIED = ("NL", "N", "NLC")
@@ -45,10 +44,7 @@ def open_input_plans(model: nn.Module, names: list[str], index: int) -> list[Inp
 
 
 def _may_be_tensor(model: nn.Module, name: str) -> bool:
-    try:
-        parameter = inspect.signature(model.forward).parameters.get(name)
-    except (TypeError, ValueError):
-        return False
+    parameter = forward_parameter(model, name)
     if parameter is None:
         return False
     annotation = parameter.annotation
