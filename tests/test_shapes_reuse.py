@@ -278,3 +278,31 @@ def test_batch_sizes_are_searched_up_to_a_few_hundred() -> None:
     assert Problem([sympy.Eq(n, MAX_BATCH + 1)], names, {n: 2}).find() is None
     found = Problem([sympy.Eq(n * length, 3000)], names, {n: 2, length: 16}).find()
     assert found is not None and found[n] * found[length] == 3000 and found[n] <= MAX_BATCH
+
+
+def test_a_configuration_that_refuses_a_field_or_leaves_sizes_unset_still_builds() -> None:
+    """A per-layer field read globally raises (transformers' heterogeneous configurations):
+    the cut reads around it. `head_dim` and `num_key_value_heads` left None take the values
+    they stand for, and a `vocab_size` left to the tokenizer a stand-in."""
+    from torchlint.shapes.build import _sizes_set
+
+    class PerLayer:
+        def __init__(self) -> None:
+            self.num_hidden_layers = 12
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "num_local_experts":
+                raise LookupError("a per-layer attribute: read it per layer")
+            raise AttributeError(name)
+
+    assert _shallow(PerLayer()).num_hidden_layers == 2
+
+    class Unset:
+        def __init__(self) -> None:
+            self.hidden_size, self.num_attention_heads = 256, 8
+            self.head_dim = self.num_key_value_heads = self.vocab_size = None
+            self.window_size = None  # a part left off: stays off
+
+    config = _sizes_set(Unset())
+    assert (config.head_dim, config.num_key_value_heads) == (32, 8)
+    assert config.vocab_size > 0 and config.window_size is None

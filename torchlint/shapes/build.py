@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import script_values
 from torchlint.shapes.loader import is_stub
@@ -183,7 +184,10 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
         config = annotation()
     except Exception:
         return None
-    return _shallow(_sizes_set(config))
+    try:
+        return _shallow(_sizes_set(config))
+    except Exception:  # a field that refuses to be read or set: the model at full size
+        return annotation()
 
 
 #: What a configuration's size left unset (`vocab_size: int = -1  # set by the tokenizer`)
@@ -192,16 +196,27 @@ _UNSET_STAND_IN = 128
 
 
 def _sizes_set(config: Any) -> Any:
-    """The configuration with its `*_size` fields left at -1 (set later, from the data)
-    given a stand-in size."""
+    """The configuration with its `*_size` fields left at -1 (set later, from the data) and
+    a `vocab_size` left None (set from the tokenizer) given a stand-in size, and the
+    attention sizes that default to others where it leaves them None: `head_dim` to
+    `hidden_size // num_attention_heads`, `num_key_value_heads` to `num_attention_heads`
+    (what a real checkpoint's configuration holds). Other None sizes often turn a part off
+    (`window_size`), and stay None."""
     try:
         fields = dict(vars(config))
     except TypeError:
         return config
     for name, value in fields.items():
-        if name.endswith("_size") and value == -1 and type(value) is int:
+        unset = (value == -1 and type(value) is int) or (name == "vocab_size" and value is None)
+        if name.endswith("_size") and unset:
             with contextlib.suppress(Exception):
                 setattr(config, name, _UNSET_STAND_IN)
+    hidden, heads = fields.get("hidden_size"), fields.get("num_attention_heads")
+    if _count(hidden) and _count(heads) and hidden % heads == 0:
+        for name, value in (("head_dim", hidden // heads), ("num_key_value_heads", heads)):
+            if name in fields and fields[name] is None:
+                with contextlib.suppress(Exception):
+                    setattr(config, name, value)
     return config
 
 
@@ -249,7 +264,7 @@ def _shallow(config: Any, nested: int = 0) -> Any:
         lists = {}
     depth = max(_MAX_DEPTH, _deepest_index(lists) + 1)
     for field_name in _DEPTH_FIELDS:
-        value = getattr(config, field_name, None)
+        value = _field(config, field_name)
         if isinstance(value, int) and not isinstance(value, bool) and value > depth:
             following = {k: v for k, v in lists.items() if len(v) == value}
             if any(not _layer_kinds(k, v) for k, v in following.items()):
@@ -275,18 +290,27 @@ def _fewer_experts(config: Any) -> None:
     forward that goes through 128 of them on fake tensors only costs time. Enough are kept
     for the tokens' routing: as many as each token takes (at least 4), and with grouped
     routing (`n_group`, `topk_group`) at least two per group, as many groups as before."""
-    routed = next((v for f in _ROUTED_FIELDS if _count(v := getattr(config, f, None))), 1)
-    groups = getattr(config, "n_group", None)
-    chosen = getattr(config, "topk_group", None)
+    routed = next((v for f in _ROUTED_FIELDS if _count(v := _field(config, f))), 1)
+    groups = _field(config, "n_group")
+    chosen = _field(config, "topk_group")
     groups = groups if _count(groups) else 1
     chosen = chosen if _count(chosen) and chosen <= groups else groups
     per_group = max(2, -(-max(routed, 4) // groups), -(-routed // chosen))
     fewer = groups * per_group
     for field_name in _EXPERT_FIELDS:
-        value = getattr(config, field_name, None)
+        value = _field(config, field_name)
         if _count(value) and value > fewer:
             with contextlib.suppress(Exception):
                 setattr(config, field_name, fewer)
+
+
+def _field(config: Any, name: str) -> Any:
+    """A configuration's field, None where it has none or refuses to answer (a per-layer
+    field of a configuration whose layers differ raises rather than give one value)."""
+    try:
+        return getattr(config, name, None)
+    except Exception:
+        return None
 
 
 def _count(value: Any) -> bool:
@@ -390,7 +414,7 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
 
 def _build_once(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
     try:
-        with torch.device("meta"), _devices_kept(), _meta_normal_skipped():
+        with torch.device("meta"), _devices_kept(), _meta_normal_skipped(), _ScalarsKept():
             model = cls(*args, **kwargs)
     except Exception as exc:
         if not _meta_trouble(exc):
@@ -484,6 +508,29 @@ def _skipped_on_meta(original: Any) -> Any:
         return original(tensor, *args, **kwargs)
 
     return method
+
+
+class _ScalarsKept(TorchFunctionMode):
+    """`torch.tensor(3)` in a constructor made on the CPU, not on meta: a tensor of one Python
+    number (a conv's stride kept as a buffer) holds its value, and forward may compute a
+    padding from it, which a meta tensor cannot give. Such 0-dim CPU tensors mix with
+    tensors on any device, as numbers do."""
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        if (
+            func in _SCALAR_FACTORIES
+            and kwargs.get("device") is None
+            and len(args) == 1
+            and type(args[0]) in (int, float, bool)
+        ):
+            kwargs = {**kwargs, "device": "cpu"}
+        return func(*args, **kwargs)
+
+
+_SCALAR_FACTORIES = (torch.tensor, torch.as_tensor, torch.scalar_tensor)
 
 
 class _parameters_on_meta:

@@ -68,6 +68,7 @@ from torchlint.shapes.inputs import (
     InputPlan,
     TensorSpec,
     combine,
+    copies_first,
     declared_plan,
     forward_inputs,
     image_plan,
@@ -1029,6 +1030,12 @@ class FileChecker:
                     if self._sized_layer_failed(model, plan, world.hints):
                         self._harvest(model, plan, hints, graph_for_analysis, result)
                     return result
+        if copies_first(plan):
+            # An input given the first input's shape as a guess: its failure is no finding,
+            # and the sizes the search could free are the first input's, tried on their own.
+            failure = Failure(first_error)
+            result.failure, result.reason = failure, self._failure_reason(failure)
+            return result
         result = self._search(model, plan, dict(world.hints), graph_for_analysis, result)
         if seen is not None and result.ok and not result.constraints:
             self._passed[seen] = dict(result.hints)

@@ -233,12 +233,16 @@ def fake_like(mode: FakeTensorMode, value: torch.Tensor) -> torch.Tensor:
     session's cost); a release whose FakeTensor takes other arguments goes through the mode."""
     is_param = isinstance(value, nn.Parameter)
     shape, stride = tuple(value.shape), tuple(value.stride())
+    # A number kept as a tensor (`torch.tensor(stride)`, built on the CPU): the mode answers
+    # `.item()` and arithmetic on it from the value instead of a size it cannot know.
+    constant = None if is_param or value.is_meta or value.dim() else value.detach().clone()
     try:
         elem = torch.empty_strided(shape, stride, dtype=value.dtype, device="meta")
         return FakeTensor(
             mode,
             elem,
             torch.device("cpu"),
+            constant=constant,
             requires_grad=is_param and value.requires_grad,
             _is_param=is_param,
         )

@@ -44,6 +44,9 @@ class Dim:
 class TensorSpec:
     dims: list[Dim]
     dtype: torch.dtype = torch.float32
+    #: A tensor shaped like the first input, whatever plan of it is run: `combine` copies
+    #: the first input's dimensions in (`dims` is empty until then).
+    like_first: bool = False
 
 
 @dataclass
@@ -320,7 +323,9 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
             choices.append(choice)
     combos = []
     for choice in choices:
-        specs = [spec for plan in choice for spec in plan.specs]
+        specs = _like_first([spec for plan in choice for spec in plan.specs])
+        if specs is None:
+            continue
         packed = ()
         if any(plan.packed for plan in choice):
             packed = tuple(plan.packed[0] if plan.packed else 0 for plan in choice)
@@ -339,3 +344,19 @@ def combine(per_input: list[list[InputPlan]]) -> list[InputPlan]:
                 label = next((plan.label for plan in choice if plan.guessed), "")
             combos.append(InputPlan(specs, source, label, packed, exact, guessed))
     return combos
+
+
+def copies_first(plan: InputPlan) -> bool:
+    """Whether an input of the plan is a copy of the first input's shape (`like_first`)."""
+    return any(spec.like_first for spec in plan.specs[1:])
+
+
+def _like_first(specs: list[TensorSpec]) -> list[TensorSpec] | None:
+    """The specs with each `like_first` stand-in given the first input's dimensions; None
+    when the first input is no single floating tensor to copy."""
+    if not any(spec.like_first for spec in specs[1:]):
+        return specs
+    first = specs[0]
+    if first.like_first or not first.dtype.is_floating_point:
+        return None
+    return [TensorSpec(list(first.dims), first.dtype, True) if s.like_first else s for s in specs]

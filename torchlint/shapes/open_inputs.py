@@ -3,10 +3,11 @@
 `num_frames = image_only_indicator.shape[-1]`, or `mask = attention_mask[i]` in a loop over
 the samples: the forward reads sizes or values of such an input, or hands it to a function,
 but no layer takes it and no name or docstring says its shape. Rather than skip the whole
-model, the check tries it as a tensor of one sample's values, [N, L], then [N] and
-[N, L, C]. The plans are `assumed`: a model that runs with one of them is checked (its
-first input is what its layers take), and one that fails with all of them is skipped as
-before, saying that the input's shape could not be inferred.
+model, the check tries it first with the first input's shape (attention's `key` and `value`
+beside `query`, a decoder's `memory` beside `tgt`), then as a tensor of one sample's values,
+[N, L], then [N] and [N, L, C]. The plans are `assumed`: a model that runs with one of them
+is checked (its first input is what its layers take), and one that fails with all of them
+is skipped as before, saying that the input's shape could not be inferred.
 
 Only a tensor is guessed: not an input annotated otherwise (`p: int`), nor one that forward
 uses as a layer (`word_embeddings.weight`, `embed(x)`).
@@ -19,14 +20,14 @@ import ast
 import torch
 from torch import nn
 
-from torchlint.shapes.assumed_inputs import assumed
+from torchlint.shapes.assumed_inputs import ASSUMED, assumed
 from torchlint.shapes.infer import forward_function
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, forward_parameter
 
 #: The tried shapes, most common first: per-token values, per-sample values, features.
 _TRIED = ("NL", "N", "NLC")
 #: How a skip names them.
-TRIED_SHAPES = "[N, L], [N] and [N, L, C]"
+TRIED_SHAPES = "the first input's shape, [N, L], [N] and [N, L, C]"
 
 #: Attributes of a layer, not of a tensor.
 _LAYER_ATTRIBUTES = {"weight", "bias", "parameters", "in_features", "out_features"}
@@ -37,10 +38,16 @@ def open_input_plans(model: nn.Module, names: list[str], index: int) -> list[Inp
     input itself (its shape must be found, not guessed) and for an input that is no tensor."""
     if index == 0 or index >= len(names) or not _may_be_tensor(model, names[index]):
         return None
-    plans = [
+    why = f"for `{names[index]}`, whose shape forward does not tell"
+    # The same dimensions as the first input, whichever of its plans is run with it: a key
+    # as long as the query, a memory as wide as the target.
+    alike = InputPlan(
+        [TensorSpec([], like_first=True)], ASSUMED, f"the input [like `{names[0]}`] assumed {why}"
+    )
+    tried = [
         InputPlan([TensorSpec([Dim.free(n) for n in letters], torch.float32)]) for letters in _TRIED
     ]
-    return assumed(plans, f"for `{names[index]}`, whose shape forward does not tell")
+    return [alike, *assumed(tried, why)]
 
 
 def _may_be_tensor(model: nn.Module, name: str) -> bool:
