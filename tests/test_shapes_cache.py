@@ -303,3 +303,25 @@ def test_damaged_shape_record_is_rebuilt(project: Path, runs: object) -> None:
     result = lint(project)
     assert result.stdout == cold.stdout and result.returncode == 1, result.stderr
     assert isinstance(json.loads((folder / "results.json").read_text())["shape_runs"], dict)
+
+
+def test_a_modular_template_is_checked_again_when_its_generated_file_changes(
+    tmp_path: Path,
+) -> None:
+    """A template's classes are answered by the file generated from it (see
+    `modular_templates`): that file is part of the template's key even when only the
+    template is linted, and a generated file that appears later is seen."""
+    pytest.importorskip("torch")
+    from tests.test_shapes_reach import GENERATED, TEMPLATE
+
+    (tmp_path / "modular_toy.py").write_text("import torch\n" + TEMPLATE)
+
+    def lint_template(*args: str) -> str:
+        return run_cli("--select", "TL6", *args, "modular_toy.py", cwd=tmp_path).stdout
+
+    alone = lint_template()
+    assert "TL605" in alone
+    (tmp_path / "modeling_toy.py").write_text(GENERATED)  # the mixer is checked there now
+    assert lint_template() == lint_template("--no-cache") == "All checks passed!\n"
+    (tmp_path / "modeling_toy.py").write_text(GENERATED.replace("ToyMixer", "OtherMixer"))
+    assert lint_template() == lint_template("--no-cache") == alone

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from torchlint.shapes.dependencies import package_of, scan_imports
+from torchlint.shapes.modular_templates import generated_files, is_template
 
 #: Path -> [st_mtime_ns, st_size], or None for nothing there.
 Stamps = dict[str, "list[int] | None"]
@@ -69,6 +70,19 @@ def shape_keys(
             if digest is None:
                 return None
             stamps[path], digests[path] = stamp, digest
+    # A modular template's classes are answered by the files generated from it: they join
+    # its group, and its folder's stamp tells when one is generated anew.
+    for path in {absolute[d] for d in candidates}:
+        if not is_template(path):
+            continue
+        _stamp_folder(os.path.dirname(path), stamps)
+        for generated in generated_files(path):
+            if generated not in digests:
+                stamp, digest = _read(generated)
+                if digest is None:
+                    return None
+                stamps[generated], digests[generated] = stamp, digest
+            group.join(path, generated)
     # A file created where an import found none would change the answer, and its folder.
     for folder, (stamp, _) in scan.folders.items():
         if stamp is not None:

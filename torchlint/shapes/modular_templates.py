@@ -27,24 +27,43 @@ _HEAD = 2048
 def generated_twins(path: str, names: list[str]) -> dict[str, str]:
     """For a modular template at `path`: each of `names` (its classes) that a file generated
     from it defines too, with that file's name. Empty for any other file."""
-    folder, template = os.path.split(os.path.abspath(path))
-    if not _TEMPLATE.fullmatch(template) or not names:
-        return {}
     twins: dict[str, str] = {}
+    if not names:
+        return twins
+    for sibling, text in _generated_siblings(path):
+        for name in names:
+            if name not in twins and re.search(rf"^class {re.escape(name)}\b", text, re.M):
+                twins[name] = os.path.basename(sibling)
+    return twins
+
+
+def generated_files(path: str) -> list[str]:
+    """The files generated from the modular template at `path` (their classes' results
+    stand for its classes); empty for any other file."""
+    return [sibling for sibling, _ in _generated_siblings(path)]
+
+
+def is_template(path: str) -> bool:
+    return _TEMPLATE.fullmatch(os.path.basename(path)) is not None
+
+
+def _generated_siblings(path: str) -> list[tuple[str, str]]:
+    """The files beside a modular template generated from it, with their texts."""
+    folder, template = os.path.split(os.path.abspath(path))
+    if not _TEMPLATE.fullmatch(template):
+        return []
     try:
         siblings = sorted(os.listdir(folder))
     except OSError:
-        return {}
+        return []
+    found = []
     for sibling in siblings:
         if not sibling.endswith(".py") or sibling == template:
             continue
         text = _generated_text(os.path.join(folder, sibling), template)
-        if text is None:
-            continue
-        for name in names:
-            if name not in twins and re.search(rf"^class {re.escape(name)}\b", text, re.M):
-                twins[name] = sibling
-    return twins
+        if text is not None:
+            found.append((os.path.join(folder, sibling), text))
+    return found
 
 
 def _generated_text(path: str, template: str) -> str | None:
