@@ -902,19 +902,26 @@ class FileChecker:
                     break
                 per_input.append(found)
                 continue
-            found = (
-                (index < len(names) and infer_from_name(model, names[index], first=True))
-                or infer_from_graph(graph, entry, index)
-                or infer_from_source(model, index)
-                or infer_from_added_table(model, index)
-                or (index < len(names) and infer_from_name(model, names[index], self._config))
-                or sibling_plans(names, index, per_input)
-                or mask_plans(names, index, per_input)
-                or (index and transformer_mask_plans(model, names[index], per_input))
-                or (index and state_plans(model, names[index], per_input[0]))
-                or infer_from_base_layer(model, index)
-                or attribute_plans(model, index)
-            )
+            named = index < len(names) and infer_from_name(model, names[index], first=True)
+            if named:
+                # One value per sample by its name (`timestep` -> [N]); the layer that takes
+                # it may say otherwise (a time embedding already made, [N, C]): tried next.
+                found = named + (
+                    infer_from_graph(graph, entry, index) or infer_from_source(model, index) or []
+                )
+            else:
+                found = (
+                    infer_from_graph(graph, entry, index)
+                    or infer_from_source(model, index)
+                    or infer_from_added_table(model, index)
+                    or (index < len(names) and infer_from_name(model, names[index], self._config))
+                    or sibling_plans(names, index, per_input)
+                    or mask_plans(names, index, per_input)
+                    or (index and transformer_mask_plans(model, names[index], per_input))
+                    or (index and state_plans(model, names[index], per_input[0]))
+                    or infer_from_base_layer(model, index)
+                    or attribute_plans(model, index)
+                )
             described = (
                 described_plans(model, names[index], self._config) if index < len(names) else None
             )
