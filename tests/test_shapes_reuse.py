@@ -306,3 +306,17 @@ def test_a_configuration_that_refuses_a_field_or_leaves_sizes_unset_still_builds
     config = _sizes_set(Unset())
     assert (config.head_dim, config.num_key_value_heads) == (32, 8)
     assert config.vocab_size > 0 and config.window_size is None
+
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Text:
+        hidden_size: int = 64
+        num_attention_heads: int = 4
+        head_dim: int | None = None
+
+    @dataclass
+    class Multimodal:
+        text_config: Text = field(default_factory=Text)
+
+    assert _sizes_set(Multimodal()).text_config.head_dim == 16  # held configurations too

@@ -195,17 +195,20 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
 _UNSET_STAND_IN = 128
 
 
-def _sizes_set(config: Any) -> Any:
+def _sizes_set(config: Any, nested: int = 0) -> Any:
     """The configuration with its `*_size` fields left at -1 (set later, from the data) and
     a `vocab_size` left None (set from the tokenizer) given a stand-in size, and the
     attention sizes that default to others where it leaves them None: `head_dim` to
     `hidden_size // num_attention_heads`, `num_key_value_heads` to `num_attention_heads`
     (what a real checkpoint's configuration holds). Other None sizes often turn a part off
-    (`window_size`), and stay None."""
+    (`window_size`), and stay None. The configurations it holds (`text_config`) alike."""
     try:
         fields = dict(vars(config))
     except TypeError:
         return config
+    for value in fields.values():
+        if nested < _NESTED and value is not config and _config_like(type(value)):
+            _sizes_set(value, nested + 1)
     for name, value in fields.items():
         unset = (value == -1 and type(value) is int) or (name == "vocab_size" and value is None)
         if name.endswith("_size") and unset:
