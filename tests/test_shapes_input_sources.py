@@ -329,16 +329,8 @@ def test_an_input_beside_the_first_whose_shape_nothing_tells_is_tried_assumed() 
     assert combined[0].source == "assumed"
     # Token ids are no shape for a tensor of values: that choice is left out.
     assert all(not p.specs[1].like_first for p in combine([[tokens], plans]))
-    # Indices (the experts each token is routed to) are integers, never shaped like `x`.
-    routed = open_input_plans(Routes(), ["x", "top_k_index"], 1)
-    assert routed is not None and {p.specs[0].dtype for p in routed} == {torch.long}
     assert open_input_plans(TakesLayers(), ["x", "p", "embed"], 1) is None  # an int
     assert open_input_plans(TakesLayers(), ["x", "p", "embed"], 2) is None  # a layer
-
-
-class Routes(nn.Module):
-    def forward(self, x, top_k_index):
-        return torch.nn.functional.one_hot(top_k_index, 4).float() @ x
 
 
 class TakesLayers(nn.Module):

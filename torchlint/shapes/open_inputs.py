@@ -9,9 +9,6 @@ beside `query`, a decoder's `memory` beside `tgt`), then as a tensor of one samp
 is checked (its first input is what its layers take), and one that fails with all of them
 is skipped as before, saying that the input's shape could not be inferred.
 
-An input named for indices (`top_k_index`: the experts each token is routed to) is tried
-as integers of the same shapes, never like the first input.
-
 Only a tensor is guessed: not an input annotated otherwise (`p: int`), nor one that forward
 uses as a layer (`word_embeddings.weight`, `embed(x)`).
 """
@@ -19,7 +16,6 @@ uses as a layer (`word_embeddings.weight`, `embed(x)`).
 from __future__ import annotations
 
 import ast
-import re
 
 import torch
 from torch import nn
@@ -33,9 +29,6 @@ _TRIED = ("NL", "N", "NLC")
 #: How a skip names them.
 TRIED_SHAPES = "the first input's shape, [N, L], [N] and [N, L, C]"
 
-#: Names of inputs that hold indices, tried as integers.
-_INDICES = re.compile(r"(^|_)(index|indices|idx|ids)$")
-
 #: Attributes of a layer, not of a tensor.
 _LAYER_ATTRIBUTES = {"weight", "bias", "parameters", "in_features", "out_features"}
 
@@ -47,18 +40,15 @@ def open_input_plans(model: nn.Module, names: list[str], index: int) -> list[Inp
         return None
     name = names[index]
     why = f"for `{name}`, whose shape forward does not tell"
-    if _INDICES.search(name):  # `top_k_index`: the experts each token goes to
-        return assumed(_tried(torch.long), why)
     # The same dimensions as the first input, whichever of its plans is run with it: a key
     # as long as the query, a memory as wide as the target.
     alike = InputPlan(
         [TensorSpec([], like_first=True)], ASSUMED, f"the input [like `{names[0]}`] assumed {why}"
     )
-    return [alike, *assumed(_tried(torch.float32), why)]
-
-
-def _tried(dtype: torch.dtype) -> list[InputPlan]:
-    return [InputPlan([TensorSpec([Dim.free(n) for n in letters], dtype)]) for letters in _TRIED]
+    tried = [
+        InputPlan([TensorSpec([Dim.free(n) for n in letters], torch.float32)]) for letters in _TRIED
+    ]
+    return [alike, *assumed(tried, why)]
 
 
 def _may_be_tensor(model: nn.Module, name: str) -> bool:

@@ -143,8 +143,8 @@ def _read_first(body: list[ast.stmt], name: str, needs: _Needs) -> bool:
 
 
 def _reads(node: ast.AST | list[ast.withitem], name: str, needs: _Needs) -> bool:
-    """A read of `name` that fails on None: `name.attr`, `name[...]`, `name + ...`,
-    `name >= ...`, or a submodule that needs it."""
+    """A read of `name` that fails on None: `name.attr`, `name[...]`, `name + ...`, or a
+    submodule that needs it."""
     stack: list[ast.AST] = list(node) if isinstance(node, list) else [node]
     while stack:
         current = stack.pop()
@@ -156,22 +156,9 @@ def _reads(node: ast.AST | list[ast.withitem], name: str, needs: _Needs) -> bool
             return True
         if isinstance(current, ast.UnaryOp) and _is(current.operand, name):
             return True
-        if isinstance(current, ast.Compare) and _ordered(current, name):
-            return True
         if isinstance(current, ast.Call) and needs(current, name):
             return True
         stack.extend(ast.iter_child_nodes(current))
-    return False
-
-
-def _ordered(compare: ast.Compare, name: str) -> bool:
-    """`name` on a side of `<`, `<=`, `>` or `>=` (None has no order; `==` and `is` take it)."""
-    operands = [compare.left, *compare.comparators]
-    for index, op in enumerate(compare.ops):
-        if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and (
-            _is(operands[index], name) or _is(operands[index + 1], name)
-        ):
-            return True
     return False
 
 
