@@ -40,15 +40,16 @@ def generated_twins(path: str, names: list[str]) -> dict[str, str]:
 def generated_files(path: str) -> list[str]:
     """The files generated from the modular template at `path` (their classes' results
     stand for its classes); empty for any other file."""
-    return [sibling for sibling, _ in _generated_siblings(path)]
+    return [sibling for sibling, _ in _generated_siblings(path, whole=False)]
 
 
 def is_template(path: str) -> bool:
     return _TEMPLATE.fullmatch(os.path.basename(path)) is not None
 
 
-def _generated_siblings(path: str) -> list[tuple[str, str]]:
-    """The files beside a modular template generated from it, with their texts."""
+def _generated_siblings(path: str, whole: bool = True) -> list[tuple[str, str]]:
+    """The files beside a modular template generated from it, with their texts (only their
+    headers unless `whole`)."""
     folder, template = os.path.split(os.path.abspath(path))
     if not _TEMPLATE.fullmatch(template):
         return []
@@ -60,21 +61,21 @@ def _generated_siblings(path: str) -> list[tuple[str, str]]:
     for sibling in siblings:
         if not sibling.endswith(".py") or sibling == template:
             continue
-        text = _generated_text(os.path.join(folder, sibling), template)
+        text = _generated_text(os.path.join(folder, sibling), template, whole)
         if text is not None:
             found.append((os.path.join(folder, sibling), text))
     return found
 
 
-def _generated_text(path: str, template: str) -> str | None:
-    """The text of a file generated from `template`, or None."""
+def _generated_text(path: str, template: str, whole: bool = True) -> str | None:
+    """The text of a file generated from `template` (its header unless `whole`), or None."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             head = handle.read(_HEAD)
             match = _GENERATED.search(head)
             if match is None or match.group(1) != template:
                 return None
-            return head + handle.read()
+            return head + handle.read() if whole else head
     except OSError:
         return None
 
