@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -84,6 +85,29 @@ def test_symbolic_sizes_record_guards() -> None:
     assert pooled.free_symbols == {w}
     assert pooled.subs(w, 32) == 16
     assert compat.computed_expr(7) == 7 and compat.current_expr(7) == 7
+
+
+def test_guards_leave_torch_export_unloaded() -> None:
+    """torch looks for a guard's user frame past its own files; naming them must not import
+    torch.export (and networkx with it) into every worker."""
+    probe = (
+        "import sys, torch\n"
+        "from torchlint.shapes import compat\n"
+        "env = compat.shape_env()\n"
+        "h, size = compat.symbolic_size(env, 32, 'H')\n"
+        "with compat.fake_mode(env):\n"
+        "    x = torch.empty(2, size)\n"
+        "    if x.shape[1] == 32:\n"
+        "        pass\n"
+        "assert compat.guard_count(env), 'no guard recorded'\n"
+        "from torch.fx.experimental import symbolic_shapes\n"
+        "assert symbolic_shapes.__file__ in symbolic_shapes.uninteresting_files()\n"
+        "print(sorted(m for m in ('torch.export._trace', 'networkx') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_fake_copies_keep_what_a_run_reads() -> None:

@@ -82,7 +82,57 @@ def _symbolic() -> tuple[Any, Any]:
         from torch.utils._sympy import functions
     except ImportError as exc:
         raise _unusable(exc) from exc
+    if callable(getattr(symbolic_shapes, "uninteresting_files", None)):
+        symbolic_shapes.uninteresting_files = _framework_files
     return symbolic_shapes, functions
+
+
+#: The modules whose frames torch skips when it looks for the user's line of a guard.
+_FRAMEWORK_MODULES = (
+    "torch",
+    "torch._compile",
+    "torch._dynamo.eval_frame",
+    "torch._inductor.sizevars",
+    "torch._library.custom_ops",
+    "torch._library.fake_impl",
+    "torch._logging._internal",
+    "torch._logging.structured",
+    "torch._subclasses.fake_tensor",
+    "torch._subclasses.meta_utils",
+    "torch.export._trace",
+    "torch.fx._symbolic_trace",
+    "torch.fx.experimental.recording",
+    "torch.fx.experimental.sym_node",
+    "torch.fx.experimental.symbolic_shapes",
+    "torch.fx.interpreter",
+)
+
+
+def _framework_files() -> set[str]:
+    """torch's `uninteresting_files` without its imports: the first guard of a process
+    imported torch.export (and with it networkx), 0.3 s of every worker's start, to name
+    files no frame can come from until they are loaded. Counted again when modules were
+    loaded since; the engine reads a guard's line from its own trace, not from these."""
+    loaded = len(sys.modules)
+    if _framework_cache and _framework_cache[0] == loaded:
+        return _framework_cache[1]
+    files = {"<string>"}
+    for name in _FRAMEWORK_MODULES:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            files.add(file)
+    operators = sys.modules.get("torch._higher_order_ops")
+    if operators is not None and operators.__file__:
+        folder = os.path.dirname(operators.__file__)
+        files.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
+    guards = sys.modules.get("torch._dynamo.guards")
+    with contextlib.suppress(Exception):
+        files |= guards.uninteresting_files() if guards is not None else set()
+    _framework_cache[:] = [loaded, files]
+    return files
+
+
+_framework_cache: list[Any] = []
 
 
 def __getattr__(name: str) -> Any:
