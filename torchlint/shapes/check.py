@@ -1009,6 +1009,14 @@ class FileChecker:
             result.ok = True
             result.stopped = stop
             return result
+        if is_assumed(plan) and F.rank_error(first_error):
+            # An input of an assumed rank that an op refuses: no size changes a rank, and an
+            # assumed plan's failure is no finding (an interpolated mask given one dimension
+            # too few ran a backbone at every size tried before).
+            failure = Failure(first_error)
+            result.failure, result.reason = failure, self._failure_reason(failure)
+            result.rank_error = True
+            return result
         seen = _failure_key(first_error, plan, world.hints, self.user_files)
         known = self._failed.get(seen) if seen is not None else None
         passed = self._passed.get(seen) if seen is not None else None

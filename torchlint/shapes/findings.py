@@ -104,7 +104,7 @@ _TORCH_DIR = os.path.dirname(torch.__file__)
 _RANK = re.compile(
     r"out of range|expected \d+-?d|\d+d \(unbatched\)|unbatched|dimensions?, (?:but )?got|"
     r"number of dims|too many indices|must have \d+ dim|values to unpack|"
-    r"same number of dimensions|should be \d+-?d|dim(?:ension)?s? (?:to be|of) \d|"
+    r"same number of (?:spatial )?dimensions|should be \d+-?d|dim(?:ension)?s? (?:to be|of) \d|"
     r"\d+d or \d+d \(batch mode\)|for \d+d input|input of dimension \d",
     re.IGNORECASE,
 )
