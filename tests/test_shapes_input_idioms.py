@@ -162,3 +162,20 @@ def test_a_loop_over_slices_frees_the_sliced_dimension() -> None:
 
     assert _shapes(infer_from_source(SteppedCell(), 0)) == [[["N", "L"]]]
     assert _shapes(infer_from_source(UnboundCell(), 0)) == [[["N", "L", 4]]]
+
+
+def test_a_waveform_is_probed_at_a_second_of_audio_first() -> None:
+    from torchlint.shapes.check import PROBE_SIZES, _probes, _takes_audio
+
+    class Encoder(torch.nn.Module):
+        def forward(self, input_values: torch.Tensor) -> torch.Tensor:
+            return input_values
+
+    class Classifier(torch.nn.Module):
+        def forward(self, images: torch.Tensor) -> torch.Tensor:
+            return images
+
+    assert _takes_audio(Encoder()) and not _takes_audio(Classifier())
+    assert next(_probes(["N", "T"], audio=True)) == {"N": PROBE_SIZES[0], "T": 16000}
+    assert next(_probes(["H", "W"], audio=True)) == {"H": PROBE_SIZES[0], "W": PROBE_SIZES[0]}
+    assert next(_probes(["N", "T"])) == {"N": PROBE_SIZES[0], "T": PROBE_SIZES[0]}

@@ -1036,7 +1036,7 @@ class FileChecker:
         sizes = _probed_dims(plan)
         if sizes and F.shape_like(first_error):
             # Most models that fail at the first guess were written for one common size.
-            for probed in _probes(sizes):
+            for probed in _probes(sizes, _takes_audio(model)):
                 hints = {**world.hints, **probed}
                 probe = World(model, plan, hints, symbolic=False, session=self._session(model))
                 if run_direct(probe) is None:
@@ -1538,13 +1538,28 @@ PROBE_SIZES = (32, 28, 224, 64)
 _CLIP_FRAMES = 16
 
 
-def _probes(sizes: list[str]) -> Iterator[dict[str, int]]:
-    """The input sizes to try after the first guess failed: each of `PROBE_SIZES` for all
-    of them at once, then, for a video model, the usual clip (16 frames of 224 x 224)."""
+def _probes(sizes: list[str], audio: bool = False) -> Iterator[dict[str, int]]:
+    """The input sizes to try after the first guess failed: for a model that takes a waveform,
+    a second of it first; each of `PROBE_SIZES` for all of them at once; then, for a video
+    model, the usual clip (16 frames of 224 x 224)."""
+    if audio and any(name[:1] in "LT" for name in sizes):
+        # A speech encoder's strided convolutions need hundreds of samples (wav2vec2: 400).
+        yield {n: _SECOND_OF_AUDIO if n[:1] in "LT" else PROBE_SIZES[0] for n in sizes}
     for size in PROBE_SIZES:
         yield dict.fromkeys(sizes, size)
     if any(name.startswith("D") for name in sizes):
         yield {n: _CLIP_FRAMES if n.startswith("D") else 224 for n in sizes}
+
+
+#: One second of 16 kHz audio, the rate speech models are trained at.
+_SECOND_OF_AUDIO = 16000
+_WAVEFORM = re.compile(r"(?:input_values|(?:raw_)?(?:audio|waveforms?|wavs?|speech)\w*)")
+
+
+def _takes_audio(model: nn.Module) -> bool:
+    """Whether the first input's name says it is a waveform (`input_values`, `audio`)."""
+    names = forward_inputs(model)
+    return bool(names) and _WAVEFORM.fullmatch(names[0]) is not None
 
 
 #: Scales of the last sizes tried before a failure is called definite.
