@@ -1465,6 +1465,8 @@ class FileChecker:
                 result.reason = self._failure_reason(failure) + _fixed_note(fixed)
                 return result
             guard = _failing_guard(failure, world, flipped)
+            if code is not None and F.fixed_features(failure):
+                guard = None  # the guard was the matmul's, not the Linear's size check
             if guard is None:
                 if code is None:
                     result.reason = self._failure_reason(failure)

@@ -758,6 +758,18 @@ def _op_message(failure: Failure, ctx: Context) -> str:
     return f"{op} cannot take inputs of shapes {joined}"
 
 
+def fixed_features(failure: Failure) -> bool:
+    """A Linear refused features that are a plain number (`[N, L, 32]` for 64): no input size
+    changes them. Guards its matmul recorded on the way (how it folds a transposed input,
+    `32 * L != 64`) are not its size check, and solving them only goes round in circles."""
+    module = failure.module
+    shape = failure.inputs[0] if failure.inputs else None
+    if not isinstance(module, nn.Linear) or not shape:
+        return False
+    features = shape[-1]
+    return isinstance(features, (int, sympy.Integer)) and int(features) != module.in_features
+
+
 def splits_samples(failure: Failure, names: dict[Any, str]) -> bool:
     """A reshape of a batch (`x.view(-1, 321)` on [N, 320]) into rows that neither hold
     whole samples nor a whole part of one: only batches of some multiple fit, and those
