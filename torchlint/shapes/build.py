@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 from torchlint.shapes import script_values
 from torchlint.shapes.loader import is_stub
 from torchlint.shapes.settle import CONFIG_NAMES as _CONFIG_NAMES
+from torchlint.shapes.signatures import constructor_function, constructor_signature
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def constructor_arguments(
         kwargs = {k: _resolve_name(v, namespace) for k, v in ctor.get("kwargs", {}).items()}
         return args, kwargs, ctor.get("where", "")
     try:
-        signature = inspect.signature(cls)
+        signature = constructor_signature(cls)
     except (TypeError, ValueError):
         return [], {}, ""
     kwargs: dict[str, Any] = {}
@@ -167,12 +168,7 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
         if annotation is None:
             return None
     if isinstance(annotation, str):
-        try:
-            hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]
-            annotation = hints.get(name)
-        except Exception:
-            namespace = sys.modules.get(cls.__module__)
-            annotation = getattr(namespace, annotation, None) if namespace else None
+        annotation = _resolved(cls, name, annotation)
     if not isinstance(annotation, type) or is_stub(annotation):
         return None
     config_like = dataclasses.is_dataclass(annotation) or any(
@@ -188,6 +184,16 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
         return _shallow(_sizes_set(config))
     except Exception:  # a field that refuses to be read or set: the model at full size
         return annotation()
+
+
+def _resolved(cls: type, name: str, text: str) -> Any:
+    """The class a constructor parameter's annotation written as text names, if any."""
+    with contextlib.suppress(Exception):
+        found = typing.get_type_hints(constructor_function(cls)).get(name)
+        if found is not None:
+            return found
+    namespace = sys.modules.get(cls.__module__)
+    return getattr(namespace, text, None) if namespace else None
 
 
 #: What a configuration's size left unset (`vocab_size: int = -1  # set by the tokenizer`)

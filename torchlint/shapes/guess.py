@@ -33,6 +33,7 @@ from typing import Any
 
 from torchlint.shapes import option_objects
 from torchlint.shapes.ctor_usage import Uses, class_uses
+from torchlint.shapes.signatures import constructor_signature
 
 _COUNT = re.compile(r"(layers?|depth|blocks?|stages?|repeats?)$|^n_?layers?$|^num_", re.I)
 _HEADS = re.compile(r"heads?$", re.I)
@@ -98,7 +99,7 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] |
     only the others guessed.
     """
     try:
-        parameters = list(inspect.signature(cls).parameters.values())
+        parameters = list(constructor_signature(cls).parameters.values())
     except (TypeError, ValueError):
         return None
     known = _known(parameters, partial) if partial else {}
@@ -368,7 +369,7 @@ def config_sizes(cls: type, arguments: dict[str, Any], run: int) -> dict[str, An
     leaves unset (`cfg=TransformerCfg()` whose `window_size` is None until the parent model
     sets it), or None when no default configuration has such a field."""
     try:
-        parameters = inspect.signature(cls).parameters.values()
+        parameters = constructor_signature(cls).parameters.values()
     except (TypeError, ValueError):
         return None
     filled = dict(arguments)

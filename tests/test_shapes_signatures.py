@@ -1,0 +1,59 @@
+"""Constructor parameters are read through an `__init__` wrapper that hides them."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import pytest
+
+pytest.importorskip("torch", reason="shape checks (TL6xx) need torch installed")
+
+from torch import nn
+
+from torchlint.shapes.build import constructor_arguments
+from torchlint.shapes.signatures import constructor_signature
+
+
+def _hidden(cls: type) -> type:
+    """Replace `__init__` the way kernel-swapping decorators do: no functools.wraps."""
+    original = cls.__init__
+
+    def new_init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+
+    cls.__init__ = new_init
+    return cls
+
+
+@dataclass
+class MixerConfig:
+    hidden_size: int = 8
+
+
+@_hidden
+class Mixer(nn.Module):
+    def __init__(self, config: MixerConfig, layer_idx: int = 0, scale: float = 1.0):
+        super().__init__()
+        self.proj = nn.Linear(config.hidden_size, config.hidden_size)
+
+
+class Plain(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+
+def test_the_wrapped_constructor_gives_the_parameters() -> None:
+    assert list(inspect.signature(Mixer).parameters) == ["args", "kwargs"]
+    assert list(constructor_signature(Mixer).parameters) == ["config", "layer_idx", "scale"]
+
+
+def test_a_class_built_from_its_default_configuration_through_the_wrapper() -> None:
+    args, kwargs, source = constructor_arguments(Mixer, None)
+    assert (args, source) == ([], "default config")
+    assert kwargs == {"config": MixerConfig()}
+
+
+def test_a_constructor_that_takes_anything_stays_as_written() -> None:
+    assert list(constructor_signature(Plain).parameters) == ["args", "kwargs"]
+    assert list(constructor_signature(nn.Linear).parameters)[:2] == ["in_features", "out_features"]
