@@ -1036,7 +1036,8 @@ class FileChecker:
         sizes = _probed_dims(plan)
         if sizes and F.shape_like(first_error):
             # Most models that fail at the first guess were written for one common size.
-            for probed in _probes(sizes, _takes_audio(model)):
+            own = F.own_image_shape(model)
+            for probed in _probes(sizes, _takes_audio(model), own):
                 hints = {**world.hints, **probed}
                 probe = World(model, plan, hints, symbolic=False, session=self._session(model))
                 if run_direct(probe) is None:
@@ -1540,10 +1541,15 @@ PROBE_SIZES = (32, 28, 224, 64)
 _CLIP_FRAMES = 16
 
 
-def _probes(sizes: list[str], audio: bool = False) -> Iterator[dict[str, int]]:
-    """The input sizes to try after the first guess failed: for a model that takes a waveform,
-    a second of it first; each of `PROBE_SIZES` for all of them at once; then, for a video
-    model, the usual clip (16 frames of 224 x 224)."""
+def _probes(
+    sizes: list[str], audio: bool = False, own: tuple[int, int] | None = None
+) -> Iterator[dict[str, int]]:
+    """The input sizes to try after the first guess failed: the image's height and width the
+    model gives itself when they differ (`image_size = (256, 192)`), or, for a model that
+    takes a waveform, a second of it first; each of `PROBE_SIZES` for all of them at once;
+    then, for a video model, the usual clip (16 frames of 224 x 224)."""
+    if own is not None and {"H", "W"} <= set(sizes):
+        yield {"H": own[0], "W": own[1]}
     if audio and any(name[:1] in "LT" for name in sizes):
         # A speech encoder's strided convolutions need hundreds of samples (wav2vec2: 400).
         yield {n: _SECOND_OF_AUDIO if n[:1] in "LT" else PROBE_SIZES[0] for n in sizes}

@@ -293,11 +293,33 @@ def _configured(dims: list[Dim] | None, config: Any) -> list[Dim] | None:
     if dims is None or config is None:
         return dims
     out = []
+    seen: dict[str, int] = {}
     for dim in dims:
-        value = getattr(config, dim.name, None) if dim.name else None
+        value = _config_field(config, dim.name) if dim.name else None
+        if isinstance(value, (tuple, list)) and dim.name:
+            # A name given once per entry of a pair (`(batch_size, num_channels, image_size,
+            # image_size)` for `image_size = (256, 192)`): each place takes its entry.
+            count = sum(d.name == dim.name for d in dims)
+            index = seen[dim.name] = seen.get(dim.name, -1) + 1
+            value = value[index] if len(value) == count else None
         fixed = isinstance(value, int) and not isinstance(value, bool) and value > 0
         out.append(Dim.fixed(value) if fixed else dim)
     return out
+
+
+def _config_field(config: Any, name: str) -> Any:
+    """`config.<name>`, or the field of a configuration it holds (a head's `backbone_config`
+    gives the image size) when it has none of its own."""
+    value = getattr(config, name, None)
+    if value is not None:
+        return value
+    held = getattr(config, "__dict__", {})
+    for key, inner in held.items():
+        if key.endswith("_config") and inner is not None and not isinstance(inner, dict):
+            value = getattr(inner, name, None)
+            if value is not None:
+                return value
+    return None
 
 
 def _dims(text: str) -> list[Dim] | None:

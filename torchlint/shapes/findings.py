@@ -878,6 +878,24 @@ def own_image_side(model: nn.Module | None) -> tuple[str, int] | None:
     return _own_size(model, _IMAGE_SIZE_ATTRIBUTES)
 
 
+def own_image_shape(model: nn.Module | None) -> tuple[int, int] | None:
+    """The (height, width) the model gives itself when they differ (`image_size = (256,
+    192)` for a pose model, (32, 128) for a text line), else None: `own_image_side` covers a
+    square."""
+    if model is None:
+        return None
+    for holder in [model, getattr(model, "config", None), *model.modules()]:
+        for attr in _IMAGE_SIZE_ATTRIBUTES:
+            value = getattr(holder, attr, None)
+            if (
+                isinstance(value, (tuple, list))
+                and len(value) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) and v > 1 for v in value)
+            ):
+                return (value[0], value[1]) if value[0] != value[1] else None
+    return None
+
+
 def _own_length(model: nn.Module | None) -> tuple[str, int] | None:
     return _own_size(model, _LENGTH_ATTRIBUTES)
 
