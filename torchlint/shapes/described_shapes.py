@@ -308,8 +308,10 @@ def _configured(dims: list[Dim] | None, config: Any) -> list[Dim] | None:
 
 
 def _config_field(config: Any, name: str) -> Any:
-    """`config.<name>`, or the field of a configuration it holds (a head's `backbone_config`
-    gives the image size) when it has none of its own."""
+    """`config.<name>`, or when it has none of its own, a pair of sizes that a configuration
+    it holds gives (a pose head's `backbone_config.image_size = (256, 192)`). A single size
+    held there is left out: a backbone's `image_size = 518` is the size it was pretrained
+    at, which the detector around it need not take (RF-DETR's windows want 560)."""
     value = getattr(config, name, None)
     if value is not None:
         return value
@@ -317,7 +319,7 @@ def _config_field(config: Any, name: str) -> Any:
     for key, inner in held.items():
         if key.endswith("_config") and inner is not None and not isinstance(inner, dict):
             value = getattr(inner, name, None)
-            if value is not None:
+            if isinstance(value, (tuple, list)) and len(set(value)) > 1:
                 return value
     return None
 
