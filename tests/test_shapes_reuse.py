@@ -14,7 +14,8 @@ from torchlint.shapes import check_files
 from torchlint.shapes.build import _shallow
 
 # The base model's conv needs 300 samples: the first guess fails, the analysis solves for
-# a length that passes. The second head's classifier reads the wrong number of features.
+# a length that passes (a series: a waveform would be tried at a second of audio first).
+# The second head's classifier reads the wrong number of features.
 HEADS = """
 from dataclasses import dataclass
 
@@ -34,8 +35,8 @@ class TinyModel(nn.Module):
         self.conv = nn.Conv1d(1, config.channels, kernel_size=300, stride=100)
         self.proj = nn.Linear(config.channels, config.hidden)
 
-    def forward(self, waveform):
-        features = self.conv(waveform.unsqueeze(1)).transpose(1, 2)
+    def forward(self, series):
+        features = self.conv(series.unsqueeze(1)).transpose(1, 2)
         return self.proj(features)
 
 
@@ -45,8 +46,8 @@ class TinyForClassification(nn.Module):
         self.model = TinyModel(config)
         self.classifier = nn.Linear(config.hidden, config.labels)
 
-    def forward(self, waveform):
-        return self.classifier(self.model(waveform).mean(1))
+    def forward(self, series):
+        return self.classifier(self.model(series).mean(1))
 
 
 class TinyForPooledClassification(nn.Module):
@@ -55,8 +56,8 @@ class TinyForPooledClassification(nn.Module):
         self.model = TinyModel(config)
         self.classifier = nn.Linear(config.hidden, config.labels)
 
-    def forward(self, waveform):
-        return self.classifier(self.model(waveform).amax(1))
+    def forward(self, series):
+        return self.classifier(self.model(series).amax(1))
 
 
 class TinyForFrameClassification(nn.Module):
@@ -65,8 +66,8 @@ class TinyForFrameClassification(nn.Module):
         self.model = TinyModel(config)
         self.classifier = nn.Linear(config.hidden * 2, config.labels)  # bug: hidden
 
-    def forward(self, waveform):
-        return self.classifier(self.model(waveform))
+    def forward(self, series):
+        return self.classifier(self.model(series))
 """
 
 # The base model stops every forward with an error that is not about shapes.
