@@ -126,8 +126,9 @@ def _framework_files() -> set[str]:
         folder = os.path.dirname(operators.__file__)
         files.update(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
     guards = sys.modules.get("torch._dynamo.guards")
-    with contextlib.suppress(Exception):
-        files |= guards.uninteresting_files() if guards is not None else set()
+    if guards is not None:
+        with contextlib.suppress(Exception):
+            files |= guards.uninteresting_files()
     _framework_cache[:] = [loaded, files]
     return files
 

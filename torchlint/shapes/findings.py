@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -882,17 +883,9 @@ def own_image_shape(model: nn.Module | None) -> tuple[int, int] | None:
     """The (height, width) the model gives itself when they differ (`image_size = (256,
     192)` for a pose model, (32, 128) for a text line), else None: `own_image_side` covers a
     square."""
-    if model is None:
-        return None
-    for holder in [model, getattr(model, "config", None), *model.modules()]:
-        for attr in _IMAGE_SIZE_ATTRIBUTES:
-            value = getattr(holder, attr, None)
-            if (
-                isinstance(value, (tuple, list))
-                and len(value) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) and v > 1 for v in value)
-            ):
-                return (value[0], value[1]) if value[0] != value[1] else None
+    for _, value in _own_values(model, _IMAGE_SIZE_ATTRIBUTES):
+        if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_size, value)):
+            return (value[0], value[1]) if value[0] != value[1] else None
     return None
 
 
@@ -903,17 +896,29 @@ def _own_length(model: nn.Module | None) -> tuple[str, int] | None:
 def _own_size(model: nn.Module | None, attributes: tuple[str, ...]) -> tuple[str, int] | None:
     """The first positive integer one of `attributes` has on the model, its configuration
     or one of its layers (a square side for a pair such as `image_size = (56, 56)`)."""
+    for attr, value in _own_values(model, attributes):
+        if isinstance(value, (tuple, list)) and len(set(value)) == 1:
+            value = value[0]
+        if _size(value):
+            return attr, value
+    return None
+
+
+def _own_values(model: nn.Module | None, attributes: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    """(attribute, value) for each of `attributes` the model, its configuration or one of its
+    layers has, in that order."""
     if model is None:
-        return None
-    holders = [model, getattr(model, "config", None), *model.modules()]
-    for holder in holders:
+        return
+    for holder in [model, getattr(model, "config", None), *model.modules()]:
         for attr in attributes:
             value = getattr(holder, attr, None)
-            if isinstance(value, (tuple, list)) and len(set(value)) == 1:
-                value = value[0]
-            if isinstance(value, int) and not isinstance(value, bool) and value > 1:
-                return attr, value
-    return None
+            if value is not None:
+                yield attr, value
+
+
+def _size(value: Any) -> bool:
+    """A whole number above 1 (a size a model gives itself; not a flag)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 1
 
 
 def _uncommon_length(failure: Failure, condition: Any, ctx: Context) -> Finding | None:
