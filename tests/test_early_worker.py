@@ -151,9 +151,9 @@ def test_the_shape_stage_reuses_the_scan_that_decided_the_early_start(
     monkeypatch.setattr(shapes, "torch_available", lambda: True)
     files = [("model.py", MODEL)]
     assert shapes.needs_worker(files) is False
-    assert shapes._scan(list(files)) != []
+    assert shapes._scan(list(files))[0] != []
     assert scans == [1]
-    assert shapes._scan(files) != []  # taken over once only
+    assert shapes._scan(files)[0] != []  # taken over once only
     assert scans == [1, 1]
 
 
@@ -176,14 +176,14 @@ def test_the_shape_stage_takes_over_the_evidence_collected_while_the_rules_ran(
     files = [("model.py", MODEL)]
     assert shapes.needs_worker(files)
     shapes.prepare_evidence(files, {})
-    infos = shapes._scan(list(files))
+    infos, _ = shapes._scan(list(files))
     facts = shapes._collect(infos, list(files), {})
     assert collected == [1]  # taken over, not collected again
     assert facts == collect(infos, files, {})
     # Other settings (a declared input shape) or other files: collected for them.
     assert shapes.needs_worker(files)
     shapes.prepare_evidence(files, {})
-    shapes._collect(shapes._scan(files), files, {"Net": {"shapes": [[1, 4]]}})
+    shapes._collect(shapes._scan(files)[0], files, {"Net": {"shapes": [[1, 4]]}})
     assert collected == [1, 1, 1]
 
 
@@ -227,3 +227,34 @@ def test_children_are_added_when_cores_come_free(monkeypatch: pytest.MonkeyPatch
     assert worker._slots_now(before, [], slots=2)[0] == 2
     monkeypatch.setenv("TORCHLINT_SHAPES_PROCESSES", "1")
     assert worker._slots_now(before, [], slots=1) == (1, None)
+
+
+def test_a_run_collects_the_evidence_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evidence collected while the rules run is the one the shape stage sends: the
+    stage's own scan (templates' twins taken out, files without models left out) is the same
+    list of files, so it is not collected a second time."""
+    from torchlint.shapes import evidence
+
+    (tmp_path / "train.py").write_text(MODEL)
+    collected: list[int] = []
+    collect = evidence.collect
+
+    def counted(infos: list, files: list, declared: Any) -> dict:
+        collected.append(len(files))
+        return collect(infos, files, declared)
+
+    sent: list[dict] = []
+
+    def answer(request: dict, timeout: float, started: Any = None, progress: Any = None) -> tuple:
+        sent.append(request)
+        return {job["abspath"]: {"findings": []} for job in request["jobs"]}, {}
+
+    monkeypatch.setattr(evidence, "collect", counted)
+    monkeypatch.setattr(client, "start_worker", lambda warm=False: _FakeWorker())
+    monkeypatch.setattr(client, "run_worker", answer)
+    monkeypatch.setattr(shapes, "torch_available", lambda: True)
+    monkeypatch.setattr(shapes, "_needs_worker", lambda infos, tables: True)
+    monkeypatch.setattr("torchlint.shapes.settle.settled", lambda *args: None)
+    _run(tmp_path, use_cache=False)
+    assert len(sent) == 1 and [job["module"] for job in sent[0]["jobs"]] == ["train"]
+    assert collected == [1]

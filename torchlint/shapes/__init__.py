@@ -85,9 +85,8 @@ def check_files(
             timeout = _DEFAULT_TIMEOUT
     worker = started
     try:
-        infos = _scan(files)
-        moved = _moved_to_generated(infos, checked)
-        infos = [info for info in infos if info.classes or info.module_level]
+        infos, twins = _scan(files)
+        moved = _moved_to_generated(twins, checked)
         if checked is not None:
             chosen = {(i.path, n) for i in infos if i.path in checked for n in _names(i)}
             only = chosen if only is None else {pair for pair in only if pair in chosen}
@@ -119,23 +118,37 @@ def check_files(
             worker.close()
 
 
+#: A class of a modular template that a generated file defines too: (its file, its name,
+#: its class, the generated file's name). Its results are the generated twin's.
+_Twin = tuple["FileInfo", str, Any, str]
+
+
+def _take_twins(infos: list[FileInfo]) -> list[_Twin]:
+    """Take the classes of transformers' modular templates that a file generated from the
+    template defines too (see `modular_templates`) out of `infos`."""
+    from torchlint.shapes.modular_templates import generated_twins
+
+    taken: list[_Twin] = []
+    for info in infos:
+        for name, twin in generated_twins(info.abspath, list(info.classes)).items():
+            taken.append((info, name, info.classes.pop(name), twin))
+    return taken
+
+
 def _moved_to_generated(
-    infos: list[FileInfo], checked: Collection[str] | None
+    twins: list[_Twin], checked: Collection[str] | None
 ) -> dict[str, list[Diagnostic]]:
-    """TL690 for the classes of transformers' modular templates that a file generated from
-    the template defines too (see `modular_templates`); they are taken out of `infos`."""
-    from torchlint.shapes.modular_templates import generated_twins, template_reason
+    """TL690 for the template classes `_take_twins` took out (those with a `forward`, of the
+    files checked)."""
+    from torchlint.shapes.modular_templates import template_reason
 
     moved: dict[str, list[Diagnostic]] = {}
-    for info in infos:
-        twins = generated_twins(info.abspath, list(info.classes))
-        for name, twin in twins.items():
-            cls = info.classes.pop(name)
-            if (checked is not None and info.path not in checked) or not _has_forward(cls):
-                continue
-            item = {"code": _SKIPPED, "path": info.path, "line": cls.line, "col": 1}
-            message = f"shape check of {name} skipped: {template_reason(twin)}"
-            moved.setdefault(info.path, []).append(_diagnostic(item, message, {}))
+    for info, name, cls, twin in twins:
+        if (checked is not None and info.path not in checked) or not _has_forward(cls):
+            continue
+        item = {"code": _SKIPPED, "path": info.path, "line": cls.line, "col": 1}
+        message = f"shape check of {name} skipped: {template_reason(twin)}"
+        moved.setdefault(info.path, []).append(_diagnostic(item, message, {}))
     return moved
 
 
@@ -155,28 +168,35 @@ def _names(info: FileInfo) -> list[str]:
 def needs_worker(files: list[tuple[str, str]]) -> bool:
     """Whether `check_files` on these files will start a worker (a model may be checked),
     so that a caller can start it earlier (`client.start_worker`)."""
-    from torchlint.shapes import discover
-
     if not torch_available():
         return False
-    infos = discover.scan(files)
-    _scanned[:] = [(files, infos)]
-    return bool(infos) and _needs_worker(infos, False)
+    scanned = _scan_files(files)
+    _scanned[:] = [(files, *scanned)]
+    return bool(scanned[0]) and _needs_worker(scanned[0], False)
 
 
 #: The scan `needs_worker` made, for the `check_files` of the same files that follows it.
-_scanned: list[tuple[list[tuple[str, str]], list[FileInfo]]] = []
+_scanned: list[tuple[list[tuple[str, str]], list[FileInfo], list[_Twin]]] = []
 
 
-def _scan(files: list[tuple[str, str]]) -> list[FileInfo]:
-    """`discover.scan(files)`, taken over from `needs_worker` when it scanned the same files."""
+def _scan(files: list[tuple[str, str]]) -> tuple[list[FileInfo], list[_Twin]]:
+    """`_scan_files(files)`, taken over from `needs_worker` when it scanned the same files
+    (the same list of infos, so that the evidence collected for it is taken over too)."""
+    if _scanned:
+        scanned, infos, twins = _scanned.pop()
+        if scanned == files:
+            return infos, twins
+    return _scan_files(files)
+
+
+def _scan_files(files: list[tuple[str, str]]) -> tuple[list[FileInfo], list[_Twin]]:
+    """The files that define models (`discover.scan`), less the classes of modular templates
+    that generated files define too, and those classes."""
     from torchlint.shapes import discover
 
-    if _scanned:
-        scanned, infos = _scanned.pop()
-        if scanned == files:
-            return infos
-    return discover.scan(files)
+    infos = discover.scan(files)
+    twins = _take_twins(infos)
+    return [info for info in infos if info.classes or info.module_level], twins
 
 
 def prepare_evidence(files: list[tuple[str, str]], declared: dict[str, dict] | None) -> None:
