@@ -142,9 +142,9 @@ def test_the_shape_stage_reuses_the_scan_that_decided_the_early_start(
     scans: list[int] = []
     scan = discover.scan
 
-    def counted(files: list) -> list:
+    def counted(files: list, trees: Any = None) -> list:
         scans.append(len(files))
-        return scan(files)
+        return scan(files, trees)
 
     monkeypatch.setattr(discover, "scan", counted)
     monkeypatch.setattr(shapes, "_needs_worker", lambda infos, tables: False)
@@ -166,9 +166,9 @@ def test_the_shape_stage_takes_over_the_evidence_collected_while_the_rules_ran(
     collected: list[int] = []
     collect = evidence.collect
 
-    def counted(infos: list, files: list, declared: Any) -> dict:
+    def counted(infos: list, files: list, declared: Any, trees: Any = None) -> dict:
         collected.append(len(files))
-        return collect(infos, files, declared)
+        return collect(infos, files, declared, trees)
 
     monkeypatch.setattr(evidence, "collect", counted)
     monkeypatch.setattr(shapes, "_needs_worker", lambda infos, tables: True)
@@ -176,7 +176,7 @@ def test_the_shape_stage_takes_over_the_evidence_collected_while_the_rules_ran(
     files = [("model.py", MODEL)]
     assert shapes.needs_worker(files)
     shapes.prepare_evidence(files, {})
-    infos, _ = shapes._scan(list(files))
+    infos = shapes._scan(list(files)).infos
     facts = shapes._collect(infos, list(files), {})
     assert collected == [1]  # taken over, not collected again
     assert facts == collect(infos, files, {})
@@ -236,13 +236,23 @@ def test_a_run_collects_the_evidence_once(tmp_path: Path, monkeypatch: pytest.Mo
     from torchlint.shapes import evidence
 
     (tmp_path / "train.py").write_text(MODEL)
+    # Parsed by the scan (a class, the word Module), no model: the evidence reads its tree.
+    (tmp_path / "settings.py").write_text('class NetSettings:\n    """For Net, a Module."""\n')
     collected: list[int] = []
     collect = evidence.collect
 
-    def counted(infos: list, files: list, declared: Any) -> dict:
+    def counted(infos: list, files: list, declared: Any, trees: Any = None) -> dict:
         collected.append(len(files))
-        return collect(infos, files, declared)
+        return collect(infos, files, declared, trees)
 
+    parsed: list[str] = []
+    parse = evidence.parse
+
+    def parse_counted(source: str, path: str = "") -> Any:
+        parsed.append(path)
+        return parse(source, path)
+
+    monkeypatch.setattr(evidence, "parse", parse_counted)
     sent: list[dict] = []
 
     def answer(request: dict, timeout: float, started: Any = None, progress: Any = None) -> tuple:
@@ -257,4 +267,5 @@ def test_a_run_collects_the_evidence_once(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr("torchlint.shapes.settle.settled", lambda *args: None)
     _run(tmp_path, use_cache=False)
     assert len(sent) == 1 and [job["module"] for job in sent[0]["jobs"]] == ["train"]
-    assert collected == [1]
+    assert collected == [2]
+    assert parsed == []  # every file it read was parsed by the scan

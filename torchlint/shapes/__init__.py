@@ -12,7 +12,7 @@ import ast
 import importlib.util
 import os
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from torchlint.diagnostic import Diagnostic, Edit, Fix, Severity
 
@@ -85,7 +85,7 @@ def check_files(
             timeout = _DEFAULT_TIMEOUT
     worker = started
     try:
-        infos, twins = _scan(files)
+        infos, twins, trees = _scan(files)
         moved = _moved_to_generated(twins, checked)
         if checked is not None:
             chosen = {(i.path, n) for i in infos if i.path in checked for n in _names(i)}
@@ -93,7 +93,9 @@ def check_files(
         if not infos:
             return moved
         if not torch_available():
-            found = _check_models(infos, files, declared, timeout, tables, only, stats, None, False)
+            found = _check_models(
+                infos, files, declared, timeout, tables, only, stats, None, False, trees=trees
+            )
             return _merged(found, moved)
         if worker is None and _needs_worker(infos, tables is not None):
             # A model will be checked: the worker imports torch while evidence is collected.
@@ -111,6 +113,7 @@ def check_files(
             worker,
             progress=progress,
             size_conditions=size_conditions,
+            trees=trees,
         )
         return _merged(found, moved)
     finally:
@@ -170,33 +173,44 @@ def needs_worker(files: list[tuple[str, str]]) -> bool:
     so that a caller can start it earlier (`client.start_worker`)."""
     if not torch_available():
         return False
-    scanned = _scan_files(files)
-    _scanned[:] = [(files, *scanned)]
-    return bool(scanned[0]) and _needs_worker(scanned[0], False)
+    scan = _scan_files(files)
+    _scanned[:] = [(files, scan)]
+    return bool(scan.infos) and _needs_worker(scan.infos, False)
+
+
+class _Scan(NamedTuple):
+    """What `_scan_files` found: the files that define models, the classes of modular
+    templates taken out of them (`_take_twins`), and the trees parsed on the way (by
+    abspath), which the evidence reads instead of parsing those files again."""
+
+    infos: list[FileInfo]
+    twins: list[_Twin]
+    trees: dict[str, ast.Module]
 
 
 #: The scan `needs_worker` made, for the `check_files` of the same files that follows it.
-_scanned: list[tuple[list[tuple[str, str]], list[FileInfo], list[_Twin]]] = []
+_scanned: list[tuple[list[tuple[str, str]], _Scan]] = []
 
 
-def _scan(files: list[tuple[str, str]]) -> tuple[list[FileInfo], list[_Twin]]:
+def _scan(files: list[tuple[str, str]]) -> _Scan:
     """`_scan_files(files)`, taken over from `needs_worker` when it scanned the same files
     (the same list of infos, so that the evidence collected for it is taken over too)."""
     if _scanned:
-        scanned, infos, twins = _scanned.pop()
+        scanned, scan = _scanned.pop()
         if scanned == files:
-            return infos, twins
+            return scan
     return _scan_files(files)
 
 
-def _scan_files(files: list[tuple[str, str]]) -> tuple[list[FileInfo], list[_Twin]]:
+def _scan_files(files: list[tuple[str, str]]) -> _Scan:
     """The files that define models (`discover.scan`), less the classes of modular templates
-    that generated files define too, and those classes."""
+    that generated files define too."""
     from torchlint.shapes import discover
 
-    infos = discover.scan(files)
+    trees: dict[str, ast.Module] = {}
+    infos = discover.scan(files, trees)
     twins = _take_twins(infos)
-    return [info for info in infos if info.classes or info.module_level], twins
+    return _Scan([info for info in infos if info.classes or info.module_level], twins, trees)
 
 
 def prepare_evidence(files: list[tuple[str, str]], declared: dict[str, dict] | None) -> None:
@@ -208,11 +222,13 @@ def prepare_evidence(files: list[tuple[str, str]], declared: dict[str, dict] | N
     _collected.clear()
     if not _scanned or _scanned[0][0] is not files:
         return
-    infos = _scanned[0][1]
+    infos, _, trees = _scanned[0][1]
     try:
-        facts = evidence.collect(infos, files, declared)
+        facts = evidence.collect(infos, files, declared, trees)
     except Exception:  # collected again by `check_files`, which reports what goes wrong
         return
+    finally:
+        trees.clear()  # read once: not kept through the shape stage
     _collected.append((infos, files, declared, facts))
 
 
@@ -221,16 +237,24 @@ _collected: list[tuple[list[FileInfo], list[tuple[str, str]], Any, dict]] = []
 
 
 def _collect(
-    infos: list[FileInfo], files: list[tuple[str, str]], declared: dict[str, dict] | None
+    infos: list[FileInfo],
+    files: list[tuple[str, str]],
+    declared: dict[str, dict] | None,
+    trees: dict[str, ast.Module] | None = None,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """`evidence.collect`, taken over from `prepare_evidence` when it collected the same."""
+    """`evidence.collect`, taken over from `prepare_evidence` when it collected the same
+    (`trees`: those the scan parsed, emptied once read)."""
     from torchlint.shapes import evidence
 
     if _collected:
         known, collected_files, collected_declared, facts = _collected.pop()
         if known is infos and collected_declared == declared and collected_files == files:
             return facts
-    return evidence.collect(infos, files, declared)
+    try:
+        return evidence.collect(infos, files, declared, trees)
+    finally:
+        if trees:
+            trees.clear()
 
 
 def _needs_worker(infos: list[FileInfo], tables: bool) -> bool:
@@ -251,12 +275,13 @@ def _check_models(
     torch: bool = True,
     progress: Callable[[int, int], None] | None = None,
     size_conditions: bool = True,
+    trees: dict[str, ast.Module] | None = None,
 ) -> dict[str, list[Diagnostic]]:
     """`check_files` once the files that define models are known (`worker`: started early,
-    or None)."""
+    or None; `trees`: the files the scan parsed)."""
     from torchlint.shapes import evidence
 
-    facts = _collect(infos, files, declared)
+    facts = _collect(infos, files, declared, trees)
     # Every file's root, checked or evidence: its imports resolve as in a run that checks all.
     roots = sorted({info.root for info in infos} | {os.getcwd()})
     if only is not None:

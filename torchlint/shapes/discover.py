@@ -72,8 +72,11 @@ def might_define_modules(source: str) -> bool:
     return "class " in source and any(h in source for h in _TEXT_HINTS)
 
 
-def scan(files: list[tuple[str, str]]) -> list[FileInfo]:
-    """Parse the candidate files and mark their nn.Module classes."""
+def scan(
+    files: list[tuple[str, str]], trees: dict[str, ast.Module] | None = None
+) -> list[FileInfo]:
+    """Parse the candidate files and mark their nn.Module classes (`trees`, when given, gets
+    every tree parsed, by abspath, those of files without a model too)."""
     known = {os.path.abspath(p) for p, _ in files}
     infos: list[FileInfo] = []
     for path, source in files:
@@ -85,6 +88,8 @@ def scan(files: list[tuple[str, str]]) -> list[FileInfo]:
         if tree is None:
             continue
         abspath = os.path.abspath(path)
+        if trees is not None:
+            trees[abspath] = tree
         root, module = module_identity(abspath, known)
         info = FileInfo(path, abspath, source, tree, module, root)
         for node in tree.body:

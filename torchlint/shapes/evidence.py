@@ -92,8 +92,10 @@ def collect(
     infos: list[FileInfo],
     files: list[tuple[str, str]],
     declared: dict[str, dict] | None,
+    trees: dict[str, ast.Module] | None = None,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """Per (abspath, class name): `ctor`, `declared` and `evidence` for the worker."""
+    """Per (abspath, class name): `ctor`, `declared` and `evidence` for the worker (`trees`:
+    files already parsed, by abspath)."""
     owners: dict[str, list[FileInfo]] = {}
     for info in infos:
         for name in info.classes:
@@ -139,7 +141,7 @@ def collect(
         if not _mentions(source, owners) and (abspath, MODULE_LEVEL) not in result:
             continue
         info = by_path.get(abspath)
-        tree = info.tree if info is not None else parse(source, path)
+        tree = info.tree if info is not None else (trees or {}).get(abspath) or parse(source, path)
         if tree is None:
             continue
         _scan_file(path, abspath, tree, owners, by_path, result, source)
