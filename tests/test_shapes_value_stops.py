@@ -63,3 +63,22 @@ def test_a_size_from_values_handed_to_an_op_that_takes_numbers_is_a_stop(
     assert [d.code for d in found] == ["TL690"]
     assert "stopped at picked.py:18" in found[0].message
     assert "were not checked (out)" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # Qwen-VL's vision tower: patch grids read from `grid_thw`'s values.
+        "reshape(): argument 'shape' (position 1) must be tuple of ints, but found element of"
+        " type SymFloat at pos 0",
+        "empty(): argument 'size' (position 1) must be tuple of ints, but found element of"
+        " type SymInt at pos 1",
+    ],
+)
+def test_a_size_read_from_tensor_values_is_not_a_shape_error(message: str) -> None:
+    """No input size changes a size taken from a tensor's values: such an error is not
+    probed at other sizes (Qwen-VL's vision tower ran at six of them) nor reported."""
+    from torchlint.shapes import findings
+
+    assert not findings.shape_like(TypeError(message))
+    assert findings.shape_like(TypeError("reshape(): shape '[2, -1, 8]' is invalid for input"))

@@ -97,7 +97,7 @@ _SHAPE_WORDS = re.compile(
 )
 _NOT_SHAPE = re.compile(
     r"device|data-dependent|data dependent|meta tensor|fake|not implemented|guard|"
-    r"unbacked|symbolic|cannot access data|stub|NoneType",
+    r"unbacked|symbolic|cannot access data|stub|NoneType|of type Sym(?:Float|Int|Bool)\b",
     re.IGNORECASE,
 )
 _DTYPE = re.compile(r"dtype|scalar type|Long, Int|indices", re.IGNORECASE)
