@@ -193,9 +193,10 @@ def classify(failure: Failure, user_files: set[str]) -> str | None:
     if failure.op in ("assert", "assert_async", "check"):
         return None  # the model's own assertion (torch._assert), not an op's size check
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)) and _DTYPE.search(text):
-        # Indices of a float tensor; not an input the check left out (`embed(None)`).
+        # Indices of a dtype other than int64 or int32; not an input the check left out
+        # (`embed(None)`).
         indices = failure.dtypes[0] if failure.dtypes else None
-        return "TL605" if indices is not None and not _integral(indices) else None
+        return None if indices in (None, torch.int64, torch.int32) else "TL605"
     if _NOT_SHAPE.search(text) or _DTYPE.search(text) or not _SHAPE_WORDS.search(text):
         return None
     first = failure.inputs[0] if failure.inputs else None
@@ -209,10 +210,6 @@ def classify(failure: Failure, user_files: set[str]) -> str | None:
         rank_error = re.search(r"expected \d+d input|\dd input|dimension", text, re.IGNORECASE)
         return "TL605" if rank_error and not isinstance(module, nn.LayerNorm) else "TL604"
     return "TL605"
-
-
-def _integral(dtype: torch.dtype | None) -> bool:
-    return dtype is not None and not (dtype.is_floating_point or dtype.is_complex)
 
 
 def flatten_fits(failure: Failure) -> bool:
