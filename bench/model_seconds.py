@@ -43,20 +43,8 @@ def _check(files: list[tuple[str, str]], timeout: float) -> dict[str, Any]:
     """Per abspath, the worker's answer for the files of `files` that define models."""
     scan = shapes._scan_files(files)
     facts = evidence.collect(scan.infos, files, None, scan.trees)
-    jobs = [
-        {
-            "abspath": info.abspath,
-            "module": info.module,
-            "classes": {
-                name: {**facts[(info.abspath, name)], "line": cls.line}
-                for name, cls in info.classes.items()
-            },
-            "module_level": info.module_level,
-            "module_level_spec": facts.get((info.abspath, evidence.MODULE_LEVEL)),
-            "size_conditions": False,  # as a default run: TL606 is off
-        }
-        for info in scan.infos
-    ]
+    # As a default run: TL606 (the sizes a model is limited to) is off.
+    jobs = [{**shapes.worker_job(info, facts), "size_conditions": False} for info in scan.infos]
     request = {
         "jobs": jobs,
         "texts": {os.path.abspath(path): text for path, text in files},

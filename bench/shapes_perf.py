@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from torchlint.shapes import discover, evidence
+from torchlint.shapes import discover, evidence, worker_job
 from torchlint.shapes.client import run_worker
 
 MODELS = [
@@ -100,18 +100,7 @@ def main() -> None:
         files.append((path, text))
     infos = discover.scan(files)
     facts = evidence.collect(infos, files, None)
-    jobs = [
-        {
-            "abspath": info.abspath,
-            "module": info.module,
-            "classes": {
-                name: {**facts[(info.abspath, name)], "line": cls.line}
-                for name, cls in info.classes.items()
-            },
-            "module_level": info.module_level,
-        }
-        for info in infos
-    ]
+    jobs = [worker_job(info, facts) for info in infos]
     request = {
         "jobs": jobs,
         "texts": dict(files),

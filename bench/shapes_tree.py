@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from torchlint.shapes import discover, evidence
+from torchlint.shapes import discover, evidence, worker_job
 from torchlint.shapes.client import run_worker
 
 
@@ -36,18 +36,7 @@ def main() -> None:
     started = time.perf_counter()
     infos = discover.scan(files)
     facts = evidence.collect(infos, files, None)
-    jobs = [
-        {
-            "abspath": info.abspath,
-            "module": info.module,
-            "classes": {
-                name: {**facts[(info.abspath, name)], "line": cls.line}
-                for name, cls in info.classes.items()
-            },
-            "module_level": info.module_level,
-        }
-        for info in infos
-    ]
+    jobs = [worker_job(info, facts) for info in infos]
     request = {
         "jobs": jobs,
         "texts": {os.path.abspath(p): t for p, t in files},

@@ -26,6 +26,7 @@ __all__ = [
     "needs_worker",
     "refused_by_environment",
     "torch_available",
+    "worker_job",
 ]
 
 _SKIPPED = "TL690"
@@ -263,6 +264,23 @@ def _needs_worker(infos: list[FileInfo], tables: bool) -> bool:
     return tables or not all(may_settle(info) for info in infos)
 
 
+def worker_job(info: FileInfo, facts: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """The worker's job for one file that defines models: its classes, each with its line and
+    what `evidence.collect` found for it (`facts`), and its module-level models."""
+    from torchlint.shapes import evidence
+
+    return {
+        "abspath": info.abspath,
+        "module": info.module,
+        "classes": {
+            name: {**facts[(info.abspath, name)], "line": cls.line}
+            for name, cls in info.classes.items()
+        },
+        "module_level": info.module_level,
+        "module_level_spec": facts.get((info.abspath, evidence.MODULE_LEVEL)),
+    }
+
+
 def _check_models(
     infos: list[FileInfo],
     files: list[tuple[str, str]],
@@ -279,8 +297,6 @@ def _check_models(
 ) -> dict[str, list[Diagnostic]]:
     """`check_files` once the files that define models are known (`worker`: started early,
     or None; `trees`: the files the scan parsed)."""
-    from torchlint.shapes import evidence
-
     facts = _collect(infos, files, declared, trees)
     # Every file's root, checked or evidence: its imports resolve as in a run that checks all.
     roots = sorted({info.root for info in infos} | {os.getcwd()})
@@ -293,24 +309,14 @@ def _check_models(
         if not infos:
             return {}
     display = {os.path.abspath(path): path for path, _ in files}
-    jobs = []
-    for info in infos:
-        classes = {}
-        for name, cls in info.classes.items():
-            entry = dict(facts[(info.abspath, name)])
-            entry["line"] = cls.line
-            classes[name] = entry
-        jobs.append(
-            {
-                "abspath": info.abspath,
-                "module": info.module,
-                "classes": classes,
-                "module_level": info.module_level,
-                "module_level_spec": facts.get((info.abspath, evidence.MODULE_LEVEL)),
-                **({"table": True} if tables is not None else {}),
-                **({} if size_conditions else {"size_conditions": False}),
-            }
-        )
+    jobs = [
+        {
+            **worker_job(info, facts),
+            **({"table": True} if tables is not None else {}),
+            **({} if size_conditions else {"size_conditions": False}),
+        }
+        for info in infos
+    ]
     if not torch:
         return {
             info.path: [
