@@ -196,6 +196,34 @@ def test_per_layer_kinds_are_cut_with_the_layer_count(
     assert (config.num_hidden_layers, config.layer_types) == (2, expected)
 
 
+def test_per_layer_lists_keep_one_layer_of_each_kind() -> None:
+    """Kinds, per-layer values and lists naming every layer are cut together: the first layer
+    of each combination is kept (a 45-layer hybrid checked 45 layers before), and a list
+    that names other layers (`kv_source_layers`) leaves the count as it is."""
+
+    class Config:
+        def __init__(self, sources: list[int] | None = None) -> None:
+            self.num_hidden_layers = 12
+            self.layer_types = ["linear_attention"] * 3 + ["full_attention"]
+            self.layer_types *= 3
+            self.mlp_layer_types = ["dense"] * 2 + ["sparse"] * 10
+            self.no_rope_layers = [1, 0] * 6
+            self.moe_layers = list(range(12))
+            if sources is not None:
+                self.kv_source_layers = sources
+
+    # Layers 0-3 and 5 differ in one list or another; the others repeat them.
+    config = _shallow(Config())
+    assert config.num_hidden_layers == 5
+    assert config.layer_types == ["linear_attention"] * 3 + ["full_attention", "linear_attention"]
+    assert config.mlp_layer_types == ["dense", "dense", "sparse", "sparse", "sparse"]
+    assert config.no_rope_layers == [1, 0, 1, 0, 0]
+    assert config.moe_layers == [0, 1, 2, 3, 4]
+    shared = [0, 1, 2, 3] + [3] * 8
+    assert _shallow(Config(shared)).num_hidden_layers == 12
+    assert _shallow(Config(list(range(12)))).num_hidden_layers == 5
+
+
 def test_per_stage_sizes_keep_the_layer_count() -> None:
     class Config:
         def __init__(self) -> None:

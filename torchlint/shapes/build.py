@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from torchlint.shapes import script_values
+from torchlint.shapes import layer_cut, script_values
 from torchlint.shapes.loader import is_stub
 from torchlint.shapes.settle import CONFIG_NAMES as _CONFIG_NAMES
 from torchlint.shapes.signatures import constructor_function, constructor_signature
@@ -257,33 +257,32 @@ def _shallow(config: Any, nested: int = 0) -> Any:
     and a 48-layer default only costs time. The configurations it holds (a multimodal
     model's `vision_config`, an encoder-decoder's `encoder_config`) are cut alike.
 
-    A count that per-stage lists follow (ConvNeXt's `num_stages` with its `hidden_sizes`,
-    which HF configurations also answer as `num_hidden_layers`) is left as it is: stages
-    differ in their sizes. A list that only names each layer's kind (`layer_types`, one
-    "full_attention" or "sliding_attention" per layer) is cut with the count.
+    Per-layer lists (`layer_types`, `no_rope_layers`) keep one layer of each kind they
+    list (see `layer_cut`). A count that per-stage lists follow (ConvNeXt's `num_stages`
+    with its `hidden_sizes`, which HF configurations also answer as `num_hidden_layers`) is
+    left as it is: stages differ in their sizes.
     """
     if nested < _NESTED:
         with contextlib.suppress(TypeError):
             for value in list(vars(config).values()):
                 if value is not config and _config_like(type(value)):
                     _shallow(value, nested + 1)
-    try:
-        lists = {k: v for k, v in vars(config).items() if isinstance(v, (list, tuple))}
-    except TypeError:
-        lists = {}
-    depth = max(_MAX_DEPTH, _deepest_index(lists) + 1)
+    depth = max(_MAX_DEPTH, _deepest_index(_lists(config)) + 1)
     for field_name in _DEPTH_FIELDS:
         value = _field(config, field_name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > depth:
-            following = {k: v for k, v in lists.items() if len(v) == value}
-            if any(not _layer_kinds(k, v) for k, v in following.items()):
-                continue
-            try:
-                for key, kinds in following.items():
-                    setattr(config, key, type(kinds)(_cut_kinds(kinds, depth)))
-                setattr(config, field_name, depth)
-            except Exception:
-                continue
+        if not (isinstance(value, int) and not isinstance(value, bool) and value > depth):
+            continue
+        lists = _lists(config)  # read again: a count named twice (an alias) is cut once
+        kept = layer_cut.kept_layers(lists, value, depth)
+        if kept is None:
+            continue
+        try:
+            for key, values in lists.items():
+                if len(values) == value:
+                    setattr(config, key, type(values)(layer_cut.cut(values, kept, value)))
+            setattr(config, field_name, len(kept))
+        except Exception:
+            continue
     _fewer_experts(config)
     return config
 
@@ -326,9 +325,12 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def _layer_kinds(name: str, values: Any) -> bool:
-    """A per-layer list of kinds (`layer_types`: strings), not of sizes or stage names."""
-    return "layer" in name and all(isinstance(v, str) for v in values)
+def _lists(config: Any) -> dict[str, Any]:
+    """A configuration's list and tuple fields."""
+    try:
+        return {k: v for k, v in vars(config).items() if isinstance(v, (list, tuple))}
+    except TypeError:
+        return {}
 
 
 def _deepest_index(lists: dict[str, Any]) -> int:
@@ -342,15 +344,6 @@ def _deepest_index(lists: dict[str, Any]) -> int:
         if isinstance(value, int) and not isinstance(value, bool)
     ]
     return max(indices, default=-1)
-
-
-def _cut_kinds(kinds: Any, depth: int = _MAX_DEPTH) -> list[Any]:
-    """Kinds for `depth` layers: at the usual cut, the first two kinds the list names (a model
-    that interleaves sliding and full attention keeps both); else its first layers'."""
-    distinct = list(dict.fromkeys(kinds))
-    if depth == _MAX_DEPTH and len(distinct) > 1:
-        return distinct[:depth]
-    return list(kinds[:depth])
 
 
 def full_depth(kwargs: dict[str, Any]) -> dict[str, Any] | None:
