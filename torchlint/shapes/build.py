@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import inspect
 import itertools
+import re
 import sys
 import typing
 import weakref
@@ -229,6 +230,27 @@ def _sizes_set(config: Any, nested: int = 0) -> Any:
     return config
 
 
+#: A field named in backticks in a constructor's complaint.
+_NAMED_FIELD = re.compile(r"`(\w+)`")
+
+
+def _with_named_size(exc: ValueError, value: Any) -> Any:
+    """The configuration built again with the stand-in size for a field it left None that
+    the constructor refuses to build without, by name (time-series models: "The
+    `prediction_length` config needs to be specified"); else `value` itself."""
+    if not _config_like(type(value)):
+        return value
+    for name in _NAMED_FIELD.findall(str(exc)):
+        if name.endswith(_SIZE_SUFFIXES) and _field(value, name) is None:
+            with contextlib.suppress(Exception):
+                return _shallow(_sizes_set(type(value)(**{name: _UNSET_STAND_IN})))
+    return value
+
+
+#: The endings of a configuration field that holds a size.
+_SIZE_SUFFIXES = ("_size", "_length", "_len", "_dim")
+
+
 def _config_like(value: Any) -> bool:
     return inspect.isclass(value) and (
         dataclasses.is_dataclass(value)
@@ -399,7 +421,8 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
     """Construct on meta; if `__init__` reads tensor values, build with only parameters on meta.
 
     A global the script computes from its options (`ngf = int(opt.ngf)`) and the loader
-    left out is valued from the argparse defaults (`script_values`), and the build retried.
+    left out is valued from the argparse defaults (`script_values`), and the build retried;
+    so is a configuration's size left None that the constructor asks for by name.
     """
     for _ in range(_MAX_MISSING_NAMES):
         try:
@@ -411,6 +434,13 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
                 raise
             args = [script_values.resolved(a, module) for a in args]
             kwargs = {k: script_values.resolved(v, module) for k, v in kwargs.items()}
+        except ValueError as exc:
+            sized = [_with_named_size(exc, a) for a in args]
+            sized_kwargs = {k: _with_named_size(exc, v) for k, v in kwargs.items()}
+            unchanged = all(a is b for a, b in zip(sized, args, strict=True))
+            if unchanged and all(sized_kwargs[k] is v for k, v in kwargs.items()):
+                raise
+            args, kwargs = sized, sized_kwargs
     raise BuildError(f"{getattr(cls, '__name__', cls)} needs too many undefined names")
 
 
