@@ -56,6 +56,27 @@ def test_a_model_holding_other_tensors_is_not_run_on_meta() -> None:
     assert passes_on_meta(model, _plan(16)) is None
 
 
+def test_a_batch_norm_counter_kept_on_the_cpu_still_runs_on_meta() -> None:
+    """The build keeps numbers made as tensors on the CPU (a batch norm's
+    `num_batches_tracked`): a CNN is still run on meta first, not on fake tensors."""
+    from torchlint.shapes.build import build
+
+    class Cnn(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.norm = nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            return self.norm(self.conv(x))
+
+    model = build(Cnn, [], {})
+    assert model.norm.num_batches_tracked.device.type == "cpu"
+    assert on_meta(model)
+    plan = InputPlan([TensorSpec([Dim.free("N"), Dim.fixed(3), Dim.free("H"), Dim.free("W")])])
+    assert passes_on_meta(model, plan) is not None
+
+
 def test_a_candidate_of_the_wrong_rank_is_spared_when_a_later_one_passes() -> None:
     generic = [
         InputPlan([TensorSpec([Dim.free("N"), Dim.free("L")])]),

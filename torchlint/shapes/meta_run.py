@@ -24,17 +24,24 @@ from torchlint.shapes.inputs import InputPlan
 
 def on_meta(model: nn.Module) -> bool:
     """Whether every tensor the model holds is still a plain meta tensor (no fake tensor was
-    made of them yet, and none was loaded on another device)."""
+    made of them yet, and none was loaded on another device), or a number the build kept
+    on the CPU (a batch norm's `num_batches_tracked`), which meta ops take as a scalar."""
     for tensor in (*model.parameters(), *model.buffers()):
-        if type(tensor) not in (torch.Tensor, nn.Parameter) or not tensor.is_meta:
+        if not (_plain_meta(tensor) or _kept_number(tensor)):
             return False
     for module in model.modules():
         for value in vars(module).values():
-            if isinstance(value, torch.Tensor) and (
-                type(value) is not torch.Tensor or not value.is_meta
-            ):
+            if isinstance(value, torch.Tensor) and not (_plain_meta(value) or _kept_number(value)):
                 return False
     return True
+
+
+def _plain_meta(tensor: torch.Tensor) -> bool:
+    return type(tensor) in (torch.Tensor, nn.Parameter) and tensor.is_meta
+
+
+def _kept_number(tensor: torch.Tensor) -> bool:
+    return type(tensor) is torch.Tensor and tensor.dim() == 0 and tensor.device.type == "cpu"
 
 
 MetaResult = tuple[dict[str, int] | None, BaseException | None]
