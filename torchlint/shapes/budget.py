@@ -20,9 +20,14 @@ from typing import Any
 _REPEAT = 0.05
 
 
-class BudgetSpent(BaseException):
-    """The model's check ran past its CPU-time budget (a BaseException: a model's own
-    `except Exception` does not swallow it)."""
+class EngineStop(BaseException):
+    """A stop the engine raises through the checked code (a time limit, a request to warm
+    up first): a BaseException, which a model's own `except Exception` does not swallow, and
+    never taken for the model's own failure."""
+
+
+class BudgetSpent(EngineStop):
+    """The model's check ran past its CPU-time budget."""
 
 
 def _spent(signum: int, frame: Any) -> None:

@@ -30,6 +30,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import compat
+from torchlint.shapes.budget import EngineStop
 from torchlint.shapes.check import FileChecker, PlanResult
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.inputs import InputPlan, forward_inputs, op_name
@@ -241,7 +242,7 @@ def _input(model: nn.Module, plan: InputPlan, world: World, names: Names) -> dic
 # -- recording --------------------------------------------------------------------------------
 
 
-class OutOfTime(BaseException):
+class OutOfTime(EngineStop):
     """The table's run went past the file's time budget (not an Exception: user code that
     catches everything must not swallow it)."""
 

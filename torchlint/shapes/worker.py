@@ -51,6 +51,7 @@ import torch  # noqa: E402 - timed from the very start
 _torch_imported = time.perf_counter()
 
 from torchlint.shapes import compat, pretrained  # noqa: E402
+from torchlint.shapes.budget import EngineStop  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
 from torchlint.shapes.loader import Project, environment_paths  # noqa: E402
@@ -208,7 +209,7 @@ def preload(
         resource.setrlimit(resource.RLIMIT_AS, limits)
 
 
-class _Timeout(BaseException):
+class _Timeout(EngineStop):
     pass
 
 
@@ -246,7 +247,7 @@ def _out_of_memory(exc: BaseException) -> bool:
     )
 
 
-class _WarmUpFirst(BaseException):
+class _WarmUpFirst(EngineStop):
     """A child needs fake tensors that the worker has not loaded: it stops so that the
     worker loads them (outside any file's time limit) and checks the file again."""
 
