@@ -26,6 +26,12 @@ class EngineStop(BaseException):
     never taken for the model's own failure."""
 
 
+def raised_by_model_code(exc: BaseException) -> bool:
+    """Whether an exception came from the checked code (`sys.exit()`, an exception class
+    outside Exception's tree), not from the engine's own stops or the user's interrupt."""
+    return not isinstance(exc, (EngineStop, KeyboardInterrupt, GeneratorExit))
+
+
 class BudgetSpent(EngineStop):
     """The model's check ran past its CPU-time budget."""
 

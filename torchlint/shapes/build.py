@@ -23,7 +23,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import layer_cut, script_values
-from torchlint.shapes.budget import EngineStop
+from torchlint.shapes.budget import raised_by_model_code
 from torchlint.shapes.loader import is_stub
 from torchlint.shapes.settle import CONFIG_NAMES as _CONFIG_NAMES
 from torchlint.shapes.signatures import constructor_function, constructor_signature
@@ -442,9 +442,9 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
             if unchanged and all(sized_kwargs[k] is v for k, v in kwargs.items()):
                 raise
             args, kwargs = sized, sized_kwargs
-        except (Exception, EngineStop, KeyboardInterrupt, GeneratorExit):
-            raise
         except BaseException as exc:  # `sys.exit()` in a constructor: a failure like another
+            if isinstance(exc, Exception) or not raised_by_model_code(exc):
+                raise
             raise BuildError(f"{type(exc).__name__}: {exc}") from exc
     raise BuildError(f"{getattr(cls, '__name__', cls)} needs too many undefined names")
 

@@ -31,7 +31,7 @@ from torchlint.shapes.assumed_inputs import assumed, is_assumed
 from torchlint.shapes.astutil import import_aliases, parse
 from torchlint.shapes.attention_masks import transformer_mask_plans
 from torchlint.shapes.attribute_inputs import attribute_plans
-from torchlint.shapes.budget import BudgetSpent, EngineStop, cpu_budget
+from torchlint.shapes.budget import BudgetSpent, cpu_budget, raised_by_model_code
 from torchlint.shapes.build import (
     NeedsArguments,
     build,
@@ -630,7 +630,7 @@ class FileChecker:
             record["result"] = "skipped"
             self._skip(where[0], where[1], label, explain(f"internal error: {_brief(exc)}"))
         except BaseException as exc:
-            if not _raised_by_model_code(exc):
+            if not raised_by_model_code(exc):
                 raise
             # `sys.exit()`, or an exception class outside Exception's tree (transformers'
             # OptionalDependencyNotAvailable): this model's check ends, not its file's.
@@ -2079,12 +2079,6 @@ def _holds_for(name: str, variant: Variant) -> str:
     if not sized:
         return f" (when {when})" if when else ""
     return f" (for every value of {name}'s {text}{', when ' + when if when else ''})"
-
-
-def _raised_by_model_code(exc: BaseException) -> bool:
-    """Whether an exception came from the checked code (`sys.exit()`, an exception class
-    outside Exception's tree), not from the engine's own stops or the user's interrupt."""
-    return not isinstance(exc, (EngineStop, KeyboardInterrupt, GeneratorExit))
 
 
 def _brief(exc: BaseException) -> str:
