@@ -233,6 +233,8 @@ def _sizes_set(config: Any, nested: int = 0) -> Any:
 
 #: A field named in backticks in a constructor's complaint.
 _NAMED_FIELD = re.compile(r"`(\w+)`")
+#: The endings of a configuration field that holds a size.
+_SIZE_SUFFIXES = ("_size", "_length", "_len", "_dim")
 
 
 def _with_named_size(exc: ValueError, value: Any) -> Any:
@@ -246,10 +248,6 @@ def _with_named_size(exc: ValueError, value: Any) -> Any:
             with contextlib.suppress(Exception):
                 return _shallow(_sizes_set(type(value)(**{name: _UNSET_STAND_IN})))
     return value
-
-
-#: The endings of a configuration field that holds a size.
-_SIZE_SUFFIXES = ("_size", "_length", "_len", "_dim")
 
 
 def _config_like(value: Any) -> bool:
@@ -293,7 +291,7 @@ def _shallow(config: Any, nested: int = 0) -> Any:
     depth = max(_MAX_DEPTH, _deepest_index(_lists(config)) + 1)
     for field_name in _DEPTH_FIELDS:
         value = _field(config, field_name)
-        if not (isinstance(value, int) and not isinstance(value, bool) and value > depth):
+        if not (_count(value) and value > depth):
             continue
         lists = _lists(config)  # read again: a count named twice (an alias) is cut once
         kept = layer_cut.kept_layers(lists, value, depth)
