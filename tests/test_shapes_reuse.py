@@ -349,3 +349,28 @@ def test_a_configuration_that_refuses_a_field_or_leaves_sizes_unset_still_builds
         text_config: Text = field(default_factory=Text)
 
     assert _sizes_set(Multimodal()).text_config.head_dim == 16  # held configurations too
+
+
+def test_a_size_asked_for_by_name_keeps_the_values_the_configuration_was_given() -> None:
+    """A constructor that refuses a None horizon by name is built again with a stand-in for
+    it, and with the sizes the call site gave (not the class's defaults)."""
+    from dataclasses import dataclass
+
+    import torch.nn as nn
+
+    from torchlint.shapes.build import build
+
+    @dataclass
+    class Horizon:
+        d_model: int = 32
+        prediction_length: int | None = None
+
+    class Forecaster(nn.Module):
+        def __init__(self, config: Horizon) -> None:
+            super().__init__()
+            if config.prediction_length is None:
+                raise ValueError("The `prediction_length` config needs to be specified.")
+            self.head = nn.Linear(config.d_model, config.prediction_length)
+
+    model = build(Forecaster, [Horizon(d_model=48)], {})
+    assert model.head.in_features == 48 and model.head.out_features > 0

@@ -245,9 +245,24 @@ def _with_named_size(exc: ValueError, value: Any) -> Any:
         return value
     for name in _NAMED_FIELD.findall(str(exc)):
         if name.endswith(_SIZE_SUFFIXES) and _field(value, name) is None:
-            with contextlib.suppress(Exception):
-                return _shallow(_sizes_set(type(value)(**{name: _UNSET_STAND_IN})))
+            for refill in (_refilled_keeping_values, _refilled_from_defaults):
+                with contextlib.suppress(Exception):
+                    return _shallow(_sizes_set(refill(value, name)))
     return value
+
+
+def _refilled_keeping_values(config: Any, name: str) -> Any:
+    """`config` built again with the stand-in size for `name` and every value it was given
+    (those that differ from the class's defaults), so the sizes derived from `name` follow."""
+    if dataclasses.is_dataclass(config):
+        return dataclasses.replace(config, **{name: _UNSET_STAND_IN})
+    given = config.to_diff_dict()
+    given.pop("transformers_version", None)
+    return type(config)(**{**given, name: _UNSET_STAND_IN})
+
+
+def _refilled_from_defaults(config: Any, name: str) -> Any:
+    return type(config)(**{name: _UNSET_STAND_IN})
 
 
 def _config_like(value: Any) -> bool:
