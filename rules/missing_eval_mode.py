@@ -42,7 +42,9 @@ class MissingEvalMode(Rule):
     file or of another project file it imports, or built by a same-file factory, whose
     layers include `nn.Dropout*`, `nn.BatchNorm*`, `nn.SyncBatchNorm`,
     `nn.Transformer*Layer` (directly, through same-file submodules or base classes), an
-    `nn.Sequential` of such layers, or a torchvision CNN. It follows the model through
+    `nn.Sequential` of such layers, or a torchvision CNN; dropouts at rate 0 (`nn.Dropout(0.0)`,
+    or a class built with 0 for the parameter its dropouts take their rate from) do the same
+    in both modes and do not count. It follows the model through
     `.to()`/`torch.compile`/`DataParallel` and through same-file helpers it is passed to,
     and a module-level model is checked in functions when nothing in the file can switch
     it to eval mode (no `.eval()` or `.train(...)` with an argument anywhere);

@@ -107,3 +107,41 @@ def test_a_container_built_in_another_file_survives_the_summary_cache(tmp_path: 
     (tmp_path / "tower.py").write_text(TOWER + "\n", encoding="utf-8")  # re-lint, cached summary
     second = run_cli("tower.py", "--no-shapes", cwd=tmp_path)
     assert "tower.py:8:23: TL401" in second.stdout, second.stdout
+
+
+ATTENTION = """\
+import torch.nn as nn
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, dropout):
+        super().__init__()
+        self.query = nn.Linear(d_in, d_out)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.query(x))
+"""
+DEMO = """\
+import torch
+from attention import CausalAttention
+
+
+def demo(batch):
+    quiet = CausalAttention(3, 2, 0.0)
+    noisy = CausalAttention(3, 2, dropout=0.1)
+    with torch.no_grad():
+        return quiet(batch), noisy(batch)
+"""
+
+
+def test_a_dropout_rate_given_in_another_file_decides_the_mode_layers(tmp_path: Path) -> None:
+    """A class whose only mode layers are dropouts at the rate its caller gives does the
+    same in both modes when built at rate 0, also from the summary cache."""
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n", encoding="utf-8")
+    (tmp_path / "attention.py").write_text(ATTENTION, encoding="utf-8")
+    (tmp_path / "demo.py").write_text(DEMO, encoding="utf-8")
+    for _ in range(2):  # the second run reads the cached summary of attention.py
+        result = run_cli("demo.py", "--no-shapes", "--select", "TL504", cwd=tmp_path)
+        found = [line for line in result.stdout.splitlines() if "TL504" in line]
+        assert len(found) == 1 and "noisy" in found[0], result.stdout

@@ -44,6 +44,10 @@ _MODE_LAYERS = frozenset(
         "TransformerDecoderLayer",
     }
 )
+#: The dropout layers: at a rate of 0 they do the same in both modes.
+_DROPOUTS = frozenset(
+    {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"}
+)
 #: torchvision model builders whose networks contain batch norm or dropout.
 _TORCHVISION_PREFIXES = (
     "resnet",
@@ -136,7 +140,7 @@ def _mode_layer_classes(context: FileContext) -> frozenset[str]:
 def _is_mode_layer(context: FileContext, call: cst.Call) -> bool:
     qualified = context.qualified_name(call.func) or ""
     if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[-1] in _MODE_LAYERS:
-        return True
+        return not _zero(_dropout_rate(context, call))
     if qualified in ("torch.nn.functional.dropout", "torch.nn.functional.dropout2d"):
         # `F.dropout(x, p, training=self.training)` follows the module's mode
         return any(
@@ -146,6 +150,129 @@ def _is_mode_layer(context: FileContext, call: cst.Call) -> bool:
             for arg in call.args
         )
     return False
+
+
+def _dropout_rate(context: FileContext, call: cst.Call) -> cst.BaseExpression | None:
+    """The rate a dropout layer is built with (None: not a dropout, or a rate not given)."""
+    qualified = context.qualified_name(call.func) or ""
+    if qualified.rsplit(".", 1)[-1] not in _DROPOUTS or any(arg.star for arg in call.args):
+        return None
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is None and index == 0) or (arg.keyword and arg.keyword.value == "p"):
+            return arg.value
+    return None
+
+
+def _zero(value: cst.BaseExpression | None) -> bool:
+    """Whether an expression is the literal 0 (`0`, `0.0`, `0.`)."""
+    if not isinstance(value, (cst.Integer, cst.Float)):
+        return False
+    try:
+        return float(value.value.replace("_", "")) == 0.0
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class DropoutRates:
+    """How a module class takes the rates of its dropouts: the only layers it has that
+    depend on the mode are dropouts built in `__init__` at rates its parameters give
+    (`nn.Dropout(dropout)`). Built with every one of them 0, such a model does the same in
+    both modes (a book's `CausalAttention(d_in, d_out, context_length, 0.0)`)."""
+
+    #: `__init__`'s parameters that can be passed by position, after `self`.
+    positional: tuple[str, ...]
+    #: The parameters that give the dropout rates.
+    rates: tuple[str, ...]
+    #: Those of them whose default is 0.
+    zero_by_default: tuple[str, ...]
+
+    def none_in(self, call: cst.Call) -> bool:
+        """Whether `call` builds the class with every dropout rate 0, passed or by default."""
+        if any(arg.star for arg in call.args):
+            return False
+        positional = [arg.value for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword}
+        for rate in self.rates:
+            index = self.positional.index(rate) if rate in self.positional else len(positional)
+            if rate in keywords:
+                value: cst.BaseExpression | None = keywords[rate]
+            elif index < len(positional):
+                value = positional[index]
+            elif rate in self.zero_by_default:
+                continue
+            else:
+                return False
+            if not _zero(value):
+                return False
+        return True
+
+
+def dropout_rates(context: FileContext) -> dict[str, DropoutRates]:
+    """Same-file classes whose only mode layers are dropouts at rates their `__init__`
+    parameters give (see `DropoutRates`), by name."""
+    return context.shared(_dropout_rates)
+
+
+def _dropout_rates(context: FileContext) -> dict[str, DropoutRates]:
+    mode_classes = mode_layer_classes(context)
+    found: dict[str, DropoutRates] = {}
+    for name in mode_classes:
+        node = context.class_defs()[name]
+        init = _init_of(node)
+        if init is None or any(
+            (dotted_name(base.value) or "") in mode_classes for base in node.bases
+        ):
+            continue
+        elsewhere = [c for s in node.body.body if s is not init for c in _calls_in(s)]
+        if any(_is_mode_layer(context, c) for c in elsewhere):
+            continue  # `F.dropout(x, self.p, training=self.training)` in `forward`
+        params = init.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        parameters = {p.name.value for p in every} - _assigned_names(init)
+        rates: list[str] = []
+        for call in _calls_in(init):
+            if dotted_name(call.func) in mode_classes:
+                break  # a same-file part with its own mode layers
+            if not _is_mode_layer(context, call):
+                continue
+            rate = _dropout_rate(context, call)
+            if not (isinstance(rate, cst.Name) and rate.value in parameters):
+                break
+            rates.append(rate.value)
+        else:
+            if rates:
+                found[name] = DropoutRates(
+                    tuple(p.name.value for p in [*params.posonly_params, *params.params][1:]),
+                    tuple(dict.fromkeys(rates)),
+                    tuple(p.name.value for p in every if _zero(p.default)),
+                )
+    return found
+
+
+def _assigned_names(function: cst.FunctionDef) -> set[str]:
+    """The plain names a function assigns (`dropout = dropout or 0.1`)."""
+    names: set[str] = set()
+    for node in iter_descendants(function.body):
+        if not isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            continue
+        targets = [node.target]
+        while targets:
+            target = targets.pop()
+            if isinstance(target, cst.Name):
+                names.add(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                targets.extend(element.value for element in target.elements)
+            elif isinstance(target, cst.StarredElement):
+                targets.append(target.value)
+    return names
+
+
+def _init_of(node: cst.ClassDef) -> cst.FunctionDef | None:
+    for statement in node.body.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+            return statement
+    return None
 
 
 def built_model(context: FileContext, call: cst.Call, depth: int = 0) -> bool | None:
@@ -158,12 +285,15 @@ def built_model(context: FileContext, call: cst.Call, depth: int = 0) -> bool | 
         return True if any(_is_mode_layer(context, c) for c in _calls_in(call)) else None
     name = dotted_name(call.func)
     if name is not None and "." not in name and name in mode_layer_classes(context):
-        return True
+        rates = dropout_rates(context).get(name)
+        return None if rates is not None and rates.none_in(call) else True
     imports = project_imports(context)
     symbol = imports.symbol(call.func) if imports is not None else None
     summary = imports.summary(symbol) if imports is not None and symbol is not None else None
     if summary is not None and symbol is not None and symbol.name in summary.mode_layer_classes:
-        return True  # a class of another project file (`from models import Net`)
+        # a class of another project file (`from models import Net`)
+        rates = summary.dropout_rates.get(symbol.name)
+        return None if rates is not None and rates.none_in(call) else True
     if isinstance(call.func, cst.Name) and depth < 3:
         # `make_model()`: a same-file factory whose every return builds such a model.
         factory = bindings(context).top_level_function(call.func.value)

@@ -10,11 +10,15 @@ from __future__ import annotations
 import ast
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from torchlint.context import FileContext
 from torchlint.names import ImportMap, top_level_imports
+
+if TYPE_CHECKING:
+    from torchlint.semantic.modes import DropoutRates
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class FileSummary:
     #: Top-level functions that return a plain container of freshly built modules or
     #: Parameters: name -> ("list"/"tuple"/"dict"/"set", element kinds).
     container_factories: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    #: Mode-layer classes whose only mode layers are dropouts at rates their parameters give.
+    dropout_rates: dict[str, DropoutRates] = field(default_factory=dict)
 
     def defines(self, name: str) -> bool:
         """Whether the summary knows `name` (a module class, a model fact or a container
@@ -59,15 +65,25 @@ class FileSummary:
             "outputs": {k: [v.kind, v.source, v.via, v.role] for k, v in self.outputs.items()},
             "mode_layer_classes": self.mode_layer_classes,
             "container_factories": {k: [v[0], v[1]] for k, v in self.container_factories.items()},
+            "dropout_rates": {
+                k: [list(v.positional), list(v.rates), list(v.zero_by_default)]
+                for k, v in self.dropout_rates.items()
+            },
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> FileSummary:
+        from torchlint.semantic.modes import DropoutRates
+
         return cls(
             list(data["module_classes"]),
             {k: OutputFact(*v) for k, v in data["outputs"].items()},
             list(data["mode_layer_classes"]),
             {k: (v[0], list(v[1])) for k, v in data["container_factories"].items()},
+            {
+                k: DropoutRates(tuple(v[0]), tuple(v[1]), tuple(v[2]))
+                for k, v in data.get("dropout_rates", {}).items()
+            },
         )
 
 
@@ -101,7 +117,7 @@ def summarize(context: FileContext) -> FileSummary:
     # The output facts are the activation analysis' answers about top-level definitions.
     from torchlint.analysis.activations import activation_flow
     from torchlint.semantic.containers import container_factories
-    from torchlint.semantic.modes import mode_layer_classes
+    from torchlint.semantic.modes import dropout_rates, mode_layer_classes
 
     flow = activation_flow(context)
     summary = FileSummary()
@@ -111,6 +127,7 @@ def summarize(context: FileContext) -> FileSummary:
     if "torch" not in context.source:
         return summary
     summary.mode_layer_classes = sorted(mode_layer_classes(context))
+    summary.dropout_rates = dropout_rates(context)
     for name, (role, activation) in flow.top_level_outputs().items():
         summary.outputs[name] = OutputFact(
             activation.kind, activation.source, activation.via or "", role
