@@ -63,3 +63,20 @@ def test_a_class_is_mentioned_by_its_whole_name_only() -> None:
 def test_lines_naming_a_class_are_counted_per_line() -> None:
     counts = evidence._naming_lines("a = 1\r\nb = Net()\rc = 2\nd = Net\n", {"Net": []})
     assert counts == [0, 0, 1, 1, 2, 2]
+
+
+def test_an_example_tensor_moved_or_cast_keeps_its_shape(tmp_path: Path) -> None:
+    """`torch.randn(...).cuda()` in a file's `__main__` demo, `.to(device)`, `.long()`."""
+    model = str(tmp_path / "model.py")
+    demo = """
+if __name__ == "__main__":
+    net = Net().cuda()
+    img = torch.randn(2, 8).cuda()
+    net(img)
+    net(torch.randint(0, 9, (3, 8)).to(device).float())
+    net(torch.randn(4, 8).to(torch.long))
+    net(torch.randn(5, 8).half())
+"""
+    facts = _collect([(model, MODEL + demo)])
+    found = [(e["shapes"], e["dtypes"]) for e in facts[(model, "Net")]["evidence"]]
+    assert found == [([[2, 8]], ["float"]), ([[3, 8]], ["float"]), ([[4, 8]], ["long"])]

@@ -31,6 +31,7 @@ from torchlint.shapes.astutil import (
     qualify,
     walk_statements,
 )
+from torchlint.shapes.class_owners import ClassOwners
 from torchlint.shapes.discover import FileInfo
 from torchlint.shapes.script_values import parsed_options
 
@@ -96,10 +97,7 @@ def collect(
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (abspath, class name): `ctor`, `declared` and `evidence` for the worker (`trees`:
     files already parsed, by abspath)."""
-    owners: dict[str, list[FileInfo]] = {}
-    for info in infos:
-        for name in info.classes:
-            owners.setdefault(name, []).append(info)
+    owners = ClassOwners(infos, files, trees)
     result: dict[tuple[str, str], dict[str, Any]] = {
         (info.abspath, name): {
             "ctor": None,
@@ -218,22 +216,16 @@ def _example_input(node: ast.ClassDef, tree: ast.Module | None, path: str) -> Ev
     return None
 
 
-def _resolve(name: str, path: str, owners: dict[str, list[FileInfo]]) -> FileInfo | None:
-    """The class a name in `path` refers to; ambiguous names count only in their own file."""
-    candidates = owners.get(name, [])
-    if len(candidates) == 1:
-        return candidates[0]
-    for info in candidates:
-        if info.abspath == path:
-            return info
-    return None
+def _resolve(name: str, path: str, owners: ClassOwners) -> FileInfo | None:
+    """The class a name in `path` refers to (see `ClassOwners`)."""
+    return owners.resolve(name, path)
 
 
 def _scan_file(
     path: str,
     abspath: str,
     tree: ast.Module,
-    owners: dict[str, list[FileInfo]],
+    owners: ClassOwners,
     by_path: dict[str, FileInfo],
     result: dict[tuple[str, str], dict[str, Any]],
     source: str,
@@ -537,9 +529,7 @@ def _call_class_name(call: ast.Call) -> str | None:
     return None
 
 
-def _instance_of(
-    value: ast.AST, abspath: str, owners: dict[str, list[FileInfo]]
-) -> tuple[str, str] | None:
+def _instance_of(value: ast.AST, abspath: str, owners: ClassOwners) -> tuple[str, str] | None:
     """`Net(...)`, `Net(...).to(device)`, ... -> the class key."""
     while (
         isinstance(value, ast.Call)
@@ -667,8 +657,39 @@ def _jsonable(value: object) -> bool:
     return False
 
 
+#: Tensor methods that keep the shape: moved to a device, copied, or of another dtype.
+_SAME_SHAPE = ("to", "cuda", "cpu", "contiguous", "detach", "clone", "requires_grad_")
+_AS_DTYPE = {"float": "float", "long": "long"}
+
+
 def _tensor_literal(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
-    """`torch.randn(4, 3, 32, 32)`, `torch.zeros((2, 8), dtype=torch.long)`, ..."""
+    """`torch.randn(4, 3, 32, 32)`, `torch.zeros((2, 8), dtype=torch.long)`, ..., also moved
+    or cast on the way (`torch.randn(2, 3, 256, 256).cuda()`, `.to(device)`, `.long()`)."""
+    cast = None
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and (node.func.attr in _SAME_SHAPE or node.func.attr in _AS_DTYPE)
+    ):
+        if node.func.attr in _AS_DTYPE:
+            cast = cast or _AS_DTYPE[node.func.attr]
+        elif node.func.attr == "to":
+            for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+                name = (dotted(arg) or "").rsplit(".", 1)[-1]
+                if name in ("long", "int64"):
+                    cast = cast or "long"
+                elif name in ("float", "float32"):
+                    cast = cast or "float"
+                elif name.startswith(("float", "bfloat", "half", "int", "uint", "bool")):
+                    return None
+        node = node.func.value
+    found = _factory_tensor(node, aliases)
+    if found is not None and cast is not None:
+        found = {**found, "dtype": cast}
+    return found
+
+
+def _factory_tensor(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
     if not isinstance(node, ast.Call):
         return None
     qual = qualify(node.func, aliases) or ""
