@@ -80,3 +80,24 @@ if __name__ == "__main__":
     facts = _collect([(model, MODEL + demo)])
     found = [(e["shapes"], e["dtypes"]) for e in facts[(model, "Net")]["evidence"]]
     assert found == [([[2, 8]], ["float"]), ([[3, 8]], ["float"]), ([[4, 8]], ["long"])]
+
+
+def test_a_name_several_files_define_follows_the_package_that_reexports_it(
+    tmp_path: Path,
+) -> None:
+    """Every file of a zoo has its `ViT`: `from pkg import ViT` is the one `pkg/__init__.py`
+    imports (relatively), and the test's tensor is its evidence alone."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        package / "__init__.py": "from .vit import ViT\n",
+        package / "vit.py": MODEL.replace("class Net(", "class ViT("),
+        package / "other.py": MODEL.replace("class Net(", "class ViT("),
+        tmp_path / "test_vit.py": "import torch\nfrom pkg import ViT\n\n"
+        "def test_vit():\n    ViT()(torch.randn(4, 8))\n",
+    }
+    for path, text in files.items():
+        path.write_text(text)
+    facts = _collect([(str(p), t) for p, t in files.items()])
+    assert [e["shapes"] for e in facts[(str(package / "vit.py"), "ViT")]["evidence"]] == [[[4, 8]]]
+    assert facts[(str(package / "other.py"), "ViT")]["evidence"] == []
