@@ -179,3 +179,27 @@ def test_a_waveform_is_probed_at_a_second_of_audio_first() -> None:
     assert next(_probes(["N", "T"], audio=True)) == {"N": PROBE_SIZES[0], "T": 16000}
     assert next(_probes(["H", "W"], audio=True)) == {"H": PROBE_SIZES[0], "W": PROBE_SIZES[0]}
     assert next(_probes(["N", "T"])) == {"N": PROBE_SIZES[0], "T": PROBE_SIZES[0]}
+
+
+def test_the_parts_of_a_chunk_are_counted_when_traced() -> None:
+    """`q, k, v = map(f, qkv.chunk(3, dim=-1))` iterates a traced value: fx counts only an
+    unpacking, the tracer counts the chunk's parts (and a split's list of sizes)."""
+    import torch
+    from torch import nn
+
+    from torchlint.shapes.inputs import trace
+
+    class Heads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q, k, v = map(lambda t: t.transpose(0, 1), self.qkv(x).chunk(3, dim=-1))
+            a, b = map(torch.relu, torch.split(q, [3, 5], dim=-1))
+            return (a.sum() + b.sum()) * k * v
+
+    graph, complete, _ = trace(Heads(), 1)
+    assert complete
+    parts = [n for n in graph.nodes if n.op == "call_function" and "getitem" in str(n.target)]
+    assert len(parts) == 5

@@ -20,6 +20,7 @@ from torch import fx, nn
 from torchlint.shapes.assumed_inputs import assumed_past
 from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.delegated_forward import delegated_body
+from torchlint.shapes.einops_layers import is_einops_layer, pattern_input
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
 from torchlint.shapes.sliced_loops import loop_steps, undo
@@ -352,6 +353,9 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                     if shape is not None:
                         plans.append(InputPlan([TensorSpec(shape, dtype)]))
                 return plans or None
+            if is_einops_layer(module):
+                dims = pattern_input(module) if not steps else None
+                return [InputPlan([TensorSpec(dims, torch.float32)])] if dims else None
             if isinstance(module, _PASS_MODULES + _POOLS) and torch_forward(module):
                 current = consumer
                 continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import os
+import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -137,8 +138,48 @@ def entry_module(model: nn.Module, count: int) -> nn.Module:
 
 class _Tracer(fx.Tracer):
     def __init__(self, stack_traces: bool = False) -> None:
-        super().__init__()
+        super().__init__(autowrap_functions=_einops_functions())
         self.record_stack_traces = stack_traces
+
+    def iter(self, obj: fx.Proxy) -> Any:
+        # `q, k, v = map(f, qkv.chunk(3, dim=-1))`: the parts of a chunk or of a split by a
+        # list of sizes are counted by its arguments, where fx counts only an unpacking.
+        count = _parts_count(obj.node)
+        if count is not None:
+            return iter([obj[index] for index in range(count)])
+        return super().iter(obj)
+
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+        # An einops layer stays whole: tracing into it stops at its first shape look-up.
+        from torchlint.shapes.einops_layers import is_einops_layer
+
+        return is_einops_layer(m) or super().is_leaf_module(m, module_qualified_name)
+
+
+def _parts_count(node: fx.Node) -> int | None:
+    """How many tensors a `chunk(n)` or `split([a, b, c])` node gives, when its arguments say."""
+    if node.op not in ("call_method", "call_function"):
+        return None
+    name = op_name(node.target)
+    first = 1 if node.op == "call_method" or name in ("chunk", "split") else 0
+    argument = node.args[first] if len(node.args) > first else None
+    if name == "chunk":
+        count = node.kwargs.get("chunks", argument)
+        return count if isinstance(count, int) and 0 < count <= 64 else None
+    if name == "split":
+        sizes = node.kwargs.get("split_size_or_sections", node.kwargs.get("split_size", argument))
+        if isinstance(sizes, (list, tuple)) and 0 < len(sizes) <= 64:
+            return len(sizes)
+    return None
+
+
+def _einops_functions() -> tuple[Any, ...]:
+    """einops' functions, recorded whole when tracing (`rearrange(x, "b n (h d) -> b h n d",
+    h=8)`), when the model's code has imported einops: tracing into one stops at its first
+    shape look-up."""
+    einops = sys.modules.get("einops")
+    names = ("rearrange", "repeat", "reduce", "einsum", "pack", "unpack")
+    return tuple(f for f in (getattr(einops, n, None) for n in names) if callable(f))
 
 
 def trace(

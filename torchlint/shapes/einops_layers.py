@@ -1,0 +1,68 @@
+"""einops layers (`Rearrange`, `Reduce`) as the first layer an input meets.
+
+Vision transformers cut their input into patches with a layer such as
+`Rearrange("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=16, p2=16)`. fx keeps such a layer
+whole (tracing into einops stops at its first shape look-up), and its pattern's left side is
+the input's shape: one dimension per axis group, the first the batch, a group's size a
+multiple of the lengths the layer was given (`p1`). Sizes nothing fixes are free: the search
+solves them from the layers that follow (the `LayerNorm(3 * 16 * 16)` after it).
+"""
+
+from __future__ import annotations
+
+import re
+
+from torch import nn
+
+from torchlint.shapes.inputs import HINTS, Dim
+
+#: The channels a `c` axis starts from: an RGB image's.
+_CHANNELS = 3
+_GROUP = re.compile(r"\(([^()]*)\)|(\S+)")
+
+
+def is_einops_layer(module: nn.Module) -> bool:
+    """Whether a module is one of einops' layers (kept whole when tracing)."""
+    return type(module).__module__.startswith("einops.")
+
+
+def pattern_input(module: nn.Module) -> list[Dim] | None:
+    """The input dimensions an einops layer's pattern describes, or None (no pattern, an
+    ellipsis, a rank fx cannot tell)."""
+    pattern = getattr(module, "pattern", None)
+    lengths = getattr(module, "axes_lengths", None) or {}
+    if not isinstance(pattern, str) or "->" not in pattern:
+        return None
+    left = pattern.split("->", 1)[0].strip()
+    if "..." in left or "\u2026" in left:
+        return None
+    groups = [
+        (inner.split() if inner is not None else [single])
+        for inner, single in (m.groups() for m in _GROUP.finditer(left))
+    ]
+    if len(groups) < 2:
+        return None
+    dims: list[Dim] = [Dim.free("N")]
+    used = {"N"}
+    for axes in groups[1:]:
+        known, free = 1, []
+        for axis in axes:
+            if axis.isdigit():
+                known *= int(axis)
+            elif isinstance(lengths.get(axis), int) and lengths[axis] > 0:
+                known *= lengths[axis]
+            else:
+                free.append(axis)
+        if len(free) > 1:
+            return None  # `(h w)` in the input: the split between them is not known
+        if not free:
+            dims.append(Dim.fixed(known))
+            continue
+        letter = free[0][:1].upper() if free[0][:1].isalpha() else "S"
+        name = letter
+        while name in used:
+            name = f"{letter}{len(used)}"
+        used.add(name)
+        hint = _CHANNELS if name == "C" else HINTS.get(letter, 8)
+        dims.append(Dim(name, max(known, -(-hint // known) * known)))
+    return dims
