@@ -47,6 +47,15 @@ _FIXED = {
     re.compile(r"padding", re.I): (1, 2, 1),
     re.compile(r"factor|scale", re.I): (2, 2, 2),
 }
+#: Image sides and the patches they are cut into, per run: every side divisible by its
+#: run's patch (`assert image_size % patch_size == 0`), and by 32 over a run of five halvings.
+#: A video's frames are cut into patches of one frame.
+_SIDES = {
+    re.compile(r"frame_patch", re.I): (1, 1, 1),
+    re.compile(r"(^|_)patch(_?(size|height|width|side))?$", re.I): (8, 16, 32),
+    re.compile(r"^(image|img|input)_?(size|height|width|side|resolution)$", re.I): (64, 128, 96),
+    re.compile(r"^(num_)?frames$", re.I): (4, 8, 16),
+}
 _FLOAT = re.compile(r"dropout|drop|rate|eps|^p$|prob|momentum|alpha|beta|temperature", re.I)
 _FLAG = re.compile(r"^(use_|is_|has_|with_)|tie|tied|bias|bidirectional|batch_first|affine", re.I)
 _SHAPE = re.compile(r"^(input|in|img|image|data)_?shape$", re.I)
@@ -274,6 +283,9 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
         return None  # `model.channels`, `block(dim)`: not a number
     if _LAYER_TYPE.search(name) and not _COUNTED.match(name):
         return None  # `act_layer`, `norm_fn`: a layer type, not a number
+    for pattern, values in _SIDES.items():
+        if pattern.search(name):
+            return values
     if _HEADS.search(name) or "heads" in used:
         return "heads"
     if _COUNT.search(name) and not re.search(r"classes|features|channels|tokens", name, re.I):
