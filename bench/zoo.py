@@ -3,10 +3,11 @@
 Run: `python bench/zoo.py [--zoo NAME ...] [--files N] [--timeout S] [--src DIR] [--tl606]
 [--json OUT]`.
 Zoos: torchvision.models, timm.models, transformers (40 much-used model families),
-diffusers.models, pytorch/examples and karpathy/nanoGPT (the last two are source trees
-under `--src`, as `examples/` and `nanoGPT/`; a zoo whose package or tree is missing is
-left out with a note). Each zoo's files are checked by one `check_files` call, the way a
-user's run checks them, in a child process of its own so that its peak memory can be told.
+diffusers.models, pytorch/examples, karpathy/nanoGPT and lucidrains/vit-pytorch (the last
+three are source trees under `--src`, as `examples/`, `nanoGPT/` and `vit-pytorch/`; a zoo
+whose package or tree is missing is left out with a note; vit-pytorch needs einops). Each
+zoo's files are checked by one `check_files` call, the way a user's run checks them, in a
+child process of its own so that its peak memory can be told.
 The zoos are released, tested code: every TL601-TL605 finding is a false positive until a
 real forward shows otherwise.
 
@@ -188,7 +189,7 @@ def zoo_files(zoo: str, src: Path, limit: int | None) -> tuple[list[Path], str |
         if root is None:
             return [], "diffusers is not installed"
         files = [root / "models" / n for n in DIFFUSERS]
-    elif zoo in ("examples", "nanoGPT"):
+    elif zoo in ("examples", "nanoGPT", "vit-pytorch"):
         root = src / zoo
         if not root.is_dir():
             return [], f"no source tree at {root} (bring it with git)"
@@ -329,7 +330,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    zoos = ("torchvision", "timm", "transformers", "diffusers", "examples", "nanoGPT")
+    zoos = (
+        "torchvision",
+        "timm",
+        "transformers",
+        "diffusers",
+        "examples",
+        "nanoGPT",
+        "vit-pytorch",
+    )
     parser.add_argument("--zoo", action="append", help=f"{', '.join(zoos)}, transformers-fp")
     parser.add_argument("--files", type=int, default=None, help="at most N files per zoo")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per file")

@@ -143,8 +143,9 @@ def test_messages_name_layer_producer_and_line(single_results: dict[str, list]) 
     by_code = {(Path(d.path).name, d.line): d for items in single_results.values() for d in items}
     tl601 = by_code[("TL601.py", 13)]
     assert tl601.message == (
-        "fc2 = nn.Linear(30, 10) expects 30 input features, but fc1 produces 20 "
-        "(x is [N, 20] at TL601.py:17); write nn.Linear(20, 10)"
+        "fc2 = nn.Linear(30, 10) expects 30 input features, but fc1 produces 20 for the input "
+        "torch.randn(8, 784) at TL601.py:177 (x is [8, 20] at TL601.py:17); "
+        "write nn.Linear(20, 10)"
     )
     assert tl601.fix is not None and not tl601.fix.safe
     assert [(e.start_line, e.start_column, e.end_column, e.content) for e in tl601.fix.edits] == [
