@@ -123,3 +123,16 @@ def test_guessed_image_sides_are_divided_by_the_guessed_patches() -> None:
         assert run["image_size"] % run["patch_size"] == 0
         assert run["frames"] % run["frame_patch_size"] == 0
         assert run["patch_dim"] not in (run["patch_size"], 1)  # a size, not a patch side
+
+
+def test_a_forward_that_stops_tracing_before_the_patches_is_read_from_its_source(
+    tmp_path: Path,
+) -> None:
+    """`*_, h, w, dtype = *img.shape, img.dtype` stops fx on its first line: the first
+    call on the input in forward's source leads to the `Rearrange`."""
+    first = "        x = self.to_patch_embedding(img)\n"
+    unpacked = "        *_, h, w, dtype = *img.shape, img.dtype\n"
+    vit = VIT.replace("PATCH_FEATURES", "patch_dim").replace(first, unpacked + first)
+    found, records = _check(tmp_path, {"vit.py": vit})
+    assert [d.message for d in found if "of ViT " in d.message] == []
+    assert records["ViT"]["result"] == "ok" and records["ViT"]["path"] == "fallback"

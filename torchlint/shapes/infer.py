@@ -567,6 +567,9 @@ def infer_from_source(
         except AttributeError:
             continue
         module = leading_layer(module)
+        if is_einops_layer(module):
+            dims = pattern_input(module) if not steps and slot == 0 else None
+            return [InputPlan([TensorSpec(dims, torch.float32)])] if dims else None
         found = module_templates(module)
         if found is not None:
             if slot not in (0, _first_param(module)):
