@@ -114,15 +114,18 @@ def test_the_input_is_read_off_the_pattern() -> None:
 def test_guessed_image_sides_are_divided_by_the_guessed_patches() -> None:
     import inspect
 
-    def vit(*, image_size, patch_size, frames, frame_patch_size, dim, patch_dim):
+    from torchlint.shapes.guess import _SIZES
+
+    def vit(*, image_size, patch_size, frames, frame_patch_size, dim, patch_dim, input_size):
         pass
 
     variants = guesses_for(list(inspect.signature(vit).parameters.values()))
     assert variants is not None
-    for run in variants[0].runs:
+    for index, run in enumerate(variants[0].runs):
         assert run["image_size"] % run["patch_size"] == 0
         assert run["frames"] % run["frame_patch_size"] == 0
-        assert run["patch_dim"] not in (run["patch_size"], 1)  # a size, not a patch side
+        # Sizes, not sides: a patch's features, an RNN's `input_size`.
+        assert run["patch_dim"] in _SIZES[index] and run["input_size"] in _SIZES[index]
 
 
 def test_a_forward_that_stops_tracing_before_the_patches_is_read_from_its_source(

@@ -53,7 +53,7 @@ _FIXED = {
 _SIDES = {
     re.compile(r"frame_patch", re.I): (1, 1, 1),
     re.compile(r"(^|_)patch(_?(size|height|width|side))?$", re.I): (8, 16, 32),
-    re.compile(r"^(image|img|input)_?(size|height|width|side|resolution)$", re.I): (64, 128, 96),
+    re.compile(r"^(image|img)_?(size|height|width|side|resolution)$", re.I): (64, 128, 96),
     re.compile(r"^(num_)?frames$", re.I): (4, 8, 16),
 }
 _FLOAT = re.compile(r"dropout|drop|rate|eps|^p$|prob|momentum|alpha|beta|temperature", re.I)
