@@ -76,10 +76,16 @@ if __name__ == "__main__":
     net(torch.randint(0, 9, (3, 8)).to(device).float())
     net(torch.randn(4, 8).to(torch.long))
     net(torch.randn(5, 8).half())
+    net(torch.zeros(6, 8).to(dtype=torch.int32))
 """
     facts = _collect([(model, MODEL + demo)])
     found = [(e["shapes"], e["dtypes"]) for e in facts[(model, "Net")]["evidence"]]
-    assert found == [([[2, 8]], ["float"]), ([[3, 8]], ["float"]), ([[4, 8]], ["long"])]
+    assert found == [
+        ([[2, 8]], ["float"]),
+        ([[3, 8]], ["float"]),
+        ([[4, 8]], ["long"]),
+        ([[6, 8]], ["long"]),
+    ]
 
 
 def test_a_name_several_files_define_follows_the_package_that_reexports_it(

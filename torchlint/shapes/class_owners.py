@@ -33,6 +33,7 @@ class ClassOwners(dict[str, list[FileInfo]]):
             for name in info.classes:
                 self.setdefault(name, []).append(info)
         self._sources = {os.path.abspath(p): s for p, s in files if p.endswith(".py")}
+        self._known = set(self._sources)
         self._trees = {**(trees or {}), **{i.abspath: i.tree for i in infos if i.tree}}
         self._modules: dict[str, str] | None = None
         self._imports: dict[str, dict[str, str]] = {}
@@ -52,7 +53,7 @@ class ClassOwners(dict[str, list[FileInfo]]):
             origin = self._imports_of(path).get(name)
             if origin is None or "." not in origin:
                 return None
-            module, name = origin.rsplit(".", 1)
+            module, name = origin.rsplit(".", 1)  # the name it has where it comes from
             for info in self.get(name, []):
                 if info.module == module:
                     return info
@@ -73,7 +74,7 @@ class ClassOwners(dict[str, list[FileInfo]]):
     def _aliases(self, tree: ast.Module, path: str) -> dict[str, str]:
         """The file's imports, relative ones made absolute (`from .vit import ViT`)."""
         aliases = import_aliases(tree)
-        _, module = module_identity(path, set(self._sources))
+        _, module = module_identity(path, self._known)
         package = module if os.path.basename(path) == "__init__.py" else module.rpartition(".")[0]
         for node in walk_statements(tree):
             if not isinstance(node, ast.ImportFrom) or not node.level:
@@ -89,8 +90,7 @@ class ClassOwners(dict[str, list[FileInfo]]):
 
     def _module_file(self, module: str) -> str | None:
         if self._modules is None:
-            known = set(self._sources)
             self._modules = {}
-            for path in sorted(known):
-                self._modules.setdefault(module_identity(path, known)[1], path)
+            for path in sorted(self._known):
+                self._modules.setdefault(module_identity(path, self._known)[1], path)
         return self._modules.get(module)

@@ -660,6 +660,8 @@ def _jsonable(value: object) -> bool:
 #: Tensor methods that keep the shape: moved to a device, copied, or of another dtype.
 _SAME_SHAPE = ("to", "cuda", "cpu", "contiguous", "detach", "clone", "requires_grad_")
 _AS_DTYPE = {"float": "float", "long": "long"}
+#: Integer dtypes an index input may have (an embedding takes int64 and int32).
+_LONG_DTYPES = ("long", "int64", "int", "int32")
 
 
 def _tensor_literal(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
@@ -676,7 +678,7 @@ def _tensor_literal(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
         elif node.func.attr == "to":
             for arg in [*node.args, *(kw.value for kw in node.keywords)]:
                 name = (dotted(arg) or "").rsplit(".", 1)[-1]
-                if name in ("long", "int64"):
+                if name in _LONG_DTYPES:
                     cast = cast or "long"
                 elif name in ("float", "float32"):
                     cast = cast or "float"
@@ -700,7 +702,7 @@ def _factory_tensor(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
     for kw in node.keywords:
         if kw.arg == "dtype":
             d = (dotted(kw.value) or "").rsplit(".", 1)[-1]
-            if d in ("long", "int64", "int", "int32"):
+            if d in _LONG_DTYPES:
                 dtype = "long"
             elif d not in ("float", "float32"):
                 return None
