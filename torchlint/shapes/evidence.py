@@ -659,7 +659,7 @@ def _jsonable(value: object) -> bool:
 
 #: Tensor methods that keep the shape: moved to a device, copied, or of another dtype.
 _SAME_SHAPE = ("to", "cuda", "cpu", "contiguous", "detach", "clone", "requires_grad_")
-_AS_DTYPE = {"float": "float", "long": "long"}
+_CASTS = ("float", "long")
 #: Integer dtypes an index input may have (an embedding takes int64 and int32).
 _LONG_DTYPES = ("long", "int64", "int", "int32")
 
@@ -671,10 +671,10 @@ def _tensor_literal(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
     while (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and (node.func.attr in _SAME_SHAPE or node.func.attr in _AS_DTYPE)
+        and node.func.attr in (*_SAME_SHAPE, *_CASTS)
     ):
-        if node.func.attr in _AS_DTYPE:
-            cast = cast or _AS_DTYPE[node.func.attr]
+        if node.func.attr in _CASTS:
+            cast = cast or node.func.attr
         elif node.func.attr == "to":
             for arg in [*node.args, *(kw.value for kw in node.keywords)]:
                 name = (dotted(arg) or "").rsplit(".", 1)[-1]

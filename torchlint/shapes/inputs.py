@@ -161,8 +161,8 @@ def _parts_count(node: fx.Node) -> int | None:
     if node.op not in ("call_method", "call_function"):
         return None
     name = op_name(node.target)
-    first = 1 if node.op == "call_method" or name in ("chunk", "split") else 0
-    argument = node.args[first] if len(node.args) > first else None
+    # The tensor first (`x.chunk(3)` and `torch.chunk(x, 3)` alike), then the count or sizes.
+    argument = node.args[1] if len(node.args) > 1 else None
     if name == "chunk":
         count = node.kwargs.get("chunks", argument)
         return count if isinstance(count, int) and 0 < count <= 64 else None
