@@ -14,16 +14,13 @@ import re
 
 from torch import nn
 
-from torchlint.shapes.inputs import HINTS, Dim
+from torchlint.shapes.inputs import HINTS, Dim, is_einops_layer
+
+__all__ = ["is_einops_layer", "pattern_input"]
 
 #: The channels a `c` axis starts from: an RGB image's.
 _CHANNELS = 3
 _GROUP = re.compile(r"\(([^()]*)\)|(\S+)")
-
-
-def is_einops_layer(module: nn.Module) -> bool:
-    """Whether a module is one of einops' layers (kept whole when tracing)."""
-    return type(module).__module__.startswith("einops.")
 
 
 def pattern_input(module: nn.Module) -> list[Dim] | None:

@@ -151,9 +151,12 @@ class _Tracer(fx.Tracer):
 
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
         # An einops layer stays whole: tracing into it stops at its first shape look-up.
-        from torchlint.shapes.einops_layers import is_einops_layer
-
         return is_einops_layer(m) or super().is_leaf_module(m, module_qualified_name)
+
+
+def is_einops_layer(module: nn.Module) -> bool:
+    """Whether a module is one of einops' layers (kept whole when tracing)."""
+    return type(module).__module__.startswith("einops.")
 
 
 def _parts_count(node: fx.Node) -> int | None:
