@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import inspect
 import itertools
 import re
 import sys
 import typing
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +26,13 @@ from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import layer_cut, script_values
 from torchlint.shapes.budget import raised_by_model_code
+from torchlint.shapes.call_values import BuildSpec, decoded
 from torchlint.shapes.loader import is_stub
 from torchlint.shapes.settle import CONFIG_NAMES as _CONFIG_NAMES
 from torchlint.shapes.signatures import constructor_function, constructor_signature
+
+#: Imports a user file by (path, module name), through the worker's loader.
+Loader = Callable[[str, str], Any]
 
 
 @dataclass(frozen=True)
@@ -102,13 +108,24 @@ class NeedsArguments(Exception):
 
 
 def constructor_arguments(
-    cls: type, ctor: dict[str, Any] | None
+    cls: type, ctor: dict[str, Any] | None, load: Loader | None = None
 ) -> tuple[list[Any], dict[str, Any], str]:
-    """Positional and keyword arguments to build `cls` with, and where they come from."""
+    """Positional and keyword arguments to build `cls` with, and where they come from.
+
+    `load(path, module)` imports a user file: the module of a model that a call site built
+    and passes on (`MAE(encoder=vit)`), which is built here too.
+    """
     if ctor is not None:
         namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
-        args = [_resolve_name(v, namespace) for v in ctor.get("args", [])]
-        kwargs = {k: _resolve_name(v, namespace) for k, v in ctor.get("kwargs", {}).items()}
+
+        def named(name: str) -> Any:
+            return _named(name, namespace)
+
+        def built(spec: BuildSpec) -> nn.Module:
+            return _built_argument(spec, load)
+
+        args = [decoded(v, named, built) for v in ctor.get("args", [])]
+        kwargs = {k: decoded(v, named, built) for k, v in ctor.get("kwargs", {}).items()}
         return args, kwargs, ctor.get("where", "")
     try:
         signature = constructor_signature(cls)
@@ -131,20 +148,40 @@ def constructor_arguments(
     return [], kwargs, "defaults" if not kwargs else "default config"
 
 
-def _resolve_name(value: Any, namespace: dict[str, Any]) -> Any:
-    """`{"$name": "BasicBlock"}` (a name in the class's module) -> the object it names."""
-    if not (isinstance(value, dict) and set(value) == {"$name"}):
-        return value
-    head, *rest = str(value["$name"]).split(".")
+def _named(name: str, namespace: dict[str, Any]) -> Any:
+    """A name in the class's module (`BasicBlock`, `nn.ReLU`) -> the object it names."""
+    head, *rest = name.split(".")
     module = sys.modules.get(str(namespace.get("__name__", "")))
     if head not in namespace and (module is None or not script_values.recover(module, head)):
-        raise NeedsArguments(f"{value['$name']} (not importable)")
+        raise NeedsArguments(f"{name} (not importable)")
     found = namespace[head]
     for part in rest:
         found = getattr(found, part, None)
         if found is None:
-            raise NeedsArguments(f"{value['$name']} (not importable)")
+            raise NeedsArguments(f"{name} (not importable)")
     return found
+
+
+def _built_argument(spec: BuildSpec, load: Loader | None) -> nn.Module:
+    """The model a call site built and passes on, built again (on meta) from its arguments."""
+    name = spec.get("class") or spec["callable"]
+    try:
+        if "callable" in spec:  # `resnet18()`, `nn.Linear(512, 10)` from an installed package
+            module, _, attribute = name.rpartition(".")
+            made = getattr(importlib.import_module(module), attribute)
+        elif load is None:
+            raise BuildError("its module cannot be loaded here")
+        else:
+            made = getattr(load(spec["path"], spec["module"]), name, None)
+        if not callable(made):
+            raise BuildError(f"{name} is not defined")
+        return build(made, spec["args"], spec["kwargs"])
+    except NeedsArguments:
+        raise
+    except Exception as exc:
+        raise NeedsArguments(
+            f"the {name} its call site passes (building it failed: {type(exc).__name__}: {exc})"
+        ) from exc
 
 
 #: Unannotated parameter names that take a configuration object (`GPT(config)`).

@@ -268,7 +268,7 @@ class FileChecker:
                 deferred.append((name, line, _UNBUILT))
                 continue
             try:
-                args, kwargs, _ = constructor_arguments(cls, ctor)
+                args, kwargs, _ = constructor_arguments(cls, ctor, self.project.load)
             except NeedsArguments as exc:
                 built = self._from_builders(module, cls, spec.get("builders", []))
                 if isinstance(built, str):

@@ -80,12 +80,18 @@ class Uses:
     choices: dict[str, list[Any]] = field(default_factory=dict)
     #: Parameters compared with literals (`mode == "sum"`): another value takes the else branch.
     open_choices: set[str] = field(default_factory=set)
+    #: How many items a sequence parameter needs at least (`channels[10]`, `len(dims) == 3`).
+    lengths: dict[str, int] = field(default_factory=dict)
 
     def of(self, name: str) -> set[str]:
         return self.kinds.get(name, set())
 
     def add(self, name: str, kind: str) -> None:
         self.kinds.setdefault(name, set()).add(kind)
+
+    def needs(self, name: str, length: int) -> None:
+        self.add(name, "stages")
+        self.lengths[name] = max(self.lengths.get(name, 0), length)
 
 
 def class_uses(cls: type) -> Uses | None:
@@ -117,6 +123,11 @@ def init_uses(init: ast.FunctionDef) -> Uses:
             _call(node, names, uses, aliases)
         elif isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
             _test(node.test, names, uses)
+            if isinstance(node, ast.Assert):
+                _asserted(node.test, names, uses)
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            if isinstance(node.iter, ast.Name) and node.iter.id in names:
+                uses.add(node.iter.id, "stages")  # `for d in depths`
         elif isinstance(node, ast.Compare):
             _compare(node, names, uses)
         elif isinstance(node, ast.Subscript):
@@ -168,6 +179,10 @@ def _call(
     callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
     if isinstance(func, ast.Name) and func.id in names:
         uses.add(func.id, "part")  # `block(dim)`: a layer type or factory
+    if isinstance(func, ast.Name) and callee in _OVER_ITEMS:
+        for arg in node.args:
+            if isinstance(arg, ast.Name) and arg.id in names:
+                uses.add(arg.id, "stages")  # `len(depths)`, `zip(dims, depths)`
     if callee == "range":
         for arg in node.args:
             for name in _names_in(arg, names, aliases):
@@ -183,6 +198,27 @@ def _call(
         kind = _KEYWORDS.get(keyword.arg or "")
         if kind is not None:
             _slot(keyword.value, kind, names, uses, aliases)
+
+
+#: Functions whose argument is a sequence: a parameter given to one holds a value per stage.
+_OVER_ITEMS = frozenset({"len", "zip", "enumerate", "reversed", "sum", "sorted"})
+
+
+def _asserted(test: ast.expr, names: set[str], uses: Uses) -> None:
+    """`assert isinstance(depth, tuple)` and `assert len(dims) == 3`: a sequence parameter."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            if len(node.args) == 2 and isinstance(node.args[0], ast.Name):
+                kinds = {getattr(n, "id", None) for n in ast.walk(node.args[1])}
+                if node.args[0].id in names and kinds & {"tuple", "list"}:
+                    uses.add(node.args[0].id, "stages")
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = node.left, node.comparators[0]
+            sized = isinstance(left, ast.Call) and getattr(left.func, "id", None) == "len"
+            if sized and isinstance(right, ast.Constant) and type(right.value) is int:
+                argument = left.args[0] if len(left.args) == 1 else None
+                if isinstance(argument, ast.Name) and argument.id in names:
+                    uses.needs(argument.id, right.value)
 
 
 def _slot(
@@ -250,6 +286,12 @@ def _compare(node: ast.Compare, names: set[str], uses: Uses) -> None:
 
 
 def _subscript(node: ast.Subscript, names: set[str], uses: Uses) -> None:
+    if isinstance(node.value, ast.Name) and node.value.id in names:
+        index = node.slice
+        if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
+            uses.needs(node.value.id, index.value + 1)  # `channels[10]`
+        elif isinstance(index, (ast.Slice, ast.Name, ast.UnaryOp, ast.BinOp)):
+            uses.add(node.value.id, "stages")  # `dims[:-1]`, `depths[i]`
     if isinstance(node.slice, ast.Name) and node.slice.id in names:
         table = node.value
         if isinstance(table, ast.Dict):  # `{"RNN_TANH": "tanh", ...}[rnn_type]`
@@ -267,9 +309,16 @@ def _assign(node: ast.Assign | ast.AnnAssign, names: set[str], uses: Uses) -> No
     value = node.value
     if value is None:
         return
-    unpacked = any(isinstance(t, ast.Tuple) and len(t.elts) in (2, 3) for t in targets)
-    if unpacked and isinstance(value, ast.Name) and value.id in names:
-        uses.add(value.id, "shape")  # `channels, height, width = input_shape`
+    if isinstance(value, ast.Name) and value.id in names:
+        for target in targets:
+            if not isinstance(target, ast.Tuple):
+                continue
+            if any(isinstance(e, ast.Starred) for e in target.elts):
+                uses.add(value.id, "stages")  # `first, *_, last = channels`
+            elif len(target.elts) == 3:
+                uses.add(value.id, "shape")  # `channels, height, width = input_shape`
+            elif len(target.elts) == 2:
+                uses.add(value.id, "pair")  # `height, width = image_size`
     parts = [value]
     if isinstance(value, ast.BoolOp):  # `shortcut or nn.Identity()`
         parts = value.values

@@ -31,6 +31,7 @@ from torchlint.shapes.astutil import (
     qualify,
     walk_statements,
 )
+from torchlint.shapes.call_values import LocalValues, changed_names, encoded
 from torchlint.shapes.class_owners import ClassOwners
 from torchlint.shapes.discover import FileInfo
 from torchlint.shapes.script_values import parsed_options
@@ -243,12 +244,33 @@ def _scan_file(
         if by_path[abspath].module_level:
             used_here.add((abspath, MODULE_LEVEL))
     naming = _naming_lines(source, owners)
+
+    def models(call: ast.Call) -> tuple[str, str, str] | None:
+        name = _call_class_name(call)
+        info = _resolve(name, abspath, owners) if name is not None else None
+        return (info.abspath, info.module, name) if info is not None and name else None
+
+    def ctor_of(call: ast.Call, local: LocalValues) -> dict[str, Any] | None:
+        model = models(call)
+        if model is None:
+            return None
+        names = bound if model[0] == abspath else frozenset()
+        return _ctor_args(call, path, names, options, local)
+
     for scope in _scopes(tree):
         if scope is not tree and not _lines_name(scope, naming):
             continue  # nothing in it builds, calls or refers to a model class
         instances: dict[str, tuple[str, str]] = {}
         tensors: dict[str, Evidence] = {}
+        local = LocalValues(models, aliases)
+        local.changed = changed_names(_scope_nodes(scope))
+        # A statement's own calls are read before the names it binds change (`v = Wrap(v)`).
+        read_before: dict[int, dict[str, Any] | None] = {}
         for node in _scope_nodes(scope):
+            if isinstance(node, _BINDING):
+                for call in _own_calls(node):
+                    read_before[id(call)] = ctor_of(call, local)
+                local.bind(node)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
@@ -280,9 +302,10 @@ def _scan_file(
                     entry = result[key]
                     entry["instantiated"] = True
                     if entry["ctor"] is None:
-                        same_file = info.abspath == abspath
-                        names = bound if same_file else frozenset()
-                        entry["ctor"] = _ctor_args(node, path, names, options)
+                        if id(node) in read_before:
+                            entry["ctor"] = read_before[id(node)]
+                        else:
+                            entry["ctor"] = ctor_of(node, local)
                         if entry["ctor"] is None and "partial" not in entry:
                             partial = _partial_args(node, path, options)
                             if partial is not None:
@@ -296,7 +319,9 @@ def _scan_file(
                 key = instances[func.id]
             elif isinstance(func, ast.Call):
                 key = _instance_of(func, abspath, owners)
-            if key is not None and node.args and not node.keywords:
+            # Only the positional tensors: keywords are options (`return_loss=True`) or
+            # inputs the model has defaults for; a required one left out finds no plan.
+            if key is not None and node.args:
                 shapes = [_tensor_arg(a, tensors, aliases) for a in node.args]
                 if all(s is not None for s in shapes):
                     result[key]["evidence"].append(
@@ -520,6 +545,23 @@ def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
+#: Statements that bind names (read by `LocalValues`).
+_BINDING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)
+_BINDING += (ast.With, ast.AsyncWith)
+
+
+def _own_calls(statement: ast.stmt) -> Iterator[ast.Call]:
+    """The calls in a binding statement's own expressions (not in its body)."""
+    if isinstance(statement, (ast.For, ast.AsyncFor)):
+        parts: list[ast.AST] = [statement.iter]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        parts = [item.context_expr for item in statement.items]
+    else:
+        parts = [statement.value] if statement.value is not None else []
+    for part in parts:
+        yield from (n for n in ast.walk(part) if isinstance(n, ast.Call))
+
+
 def _call_class_name(call: ast.Call) -> str | None:
     func = call.func
     if isinstance(func, ast.Name):
@@ -565,11 +607,13 @@ def _ctor_args(
     path: str,
     bound: frozenset[str] = frozenset(),
     options: dict[str, Any] | None = None,
+    local: LocalValues | None = None,
 ) -> dict[str, Any] | None:
     """Constructor arguments when all are literals, options of the script's command line
-    (`args.emsize`, valued by its argparse default), or names defined in the class's own
-    module (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory function next to the class),
-    which the worker looks up as `{"$name": "BasicBlock"}`."""
+    (`args.emsize`, valued by its argparse default), values the calling scope gives its
+    names (`moss = {...}`, `vit = ViT(...)`: see `call_values`), or names defined in the
+    class's own module (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory function next to
+    the class), which the worker looks up as `{"$name": "BasicBlock"}`."""
     values = []
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         if isinstance(arg, ast.Starred):
@@ -577,6 +621,9 @@ def _ctor_args(
         value = literal(arg)
         if value is MISSING:
             value = _option_value(arg, options or {})
+        if value is MISSING and local is not None:
+            value = local.value(arg)
+        value = encoded(value) if value is not MISSING else value
         if value is MISSING or not _jsonable(value):
             name = dotted(arg)
             if name is None or name.split(".")[0] not in bound:
@@ -625,7 +672,7 @@ def _partial_args(call: ast.Call, path: str, options: dict[str, Any]) -> dict[st
         value = literal(node)
         if value is MISSING:
             value = _option_value(node, options, whole=True)
-        values.append(value if value is not MISSING and _jsonable(value) else UNKNOWN)
+        values.append(encoded(value) if value is not MISSING and _jsonable(value) else UNKNOWN)
     if not any(_option_value(node, options, whole=True) is not MISSING for node in nodes):
         return None
     args = values[: len(call.args)]

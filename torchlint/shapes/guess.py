@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchlint.shapes import option_objects
+from torchlint.shapes.call_values import decoded
 from torchlint.shapes.ctor_usage import Uses, class_uses
 from torchlint.shapes.signatures import constructor_signature
 
-_COUNT = re.compile(r"(layers?|depth|blocks?|stages?|repeats?)$|^n_?layers?$|^num_", re.I)
+_COUNT = re.compile(r"(layers?|depths?|blocks?|stages?|repeats?)$|^n_?layers?$|^num_", re.I)
 _HEADS = re.compile(r"heads?$", re.I)
 _LAYER_TYPE = re.compile(r"_(layer|fn|cls|func)$", re.I)
 _COUNTED = re.compile(r"(n|num)_", re.I)
@@ -67,8 +68,11 @@ _HEAD_COUNTS = (2, 4, 8)
 _LAYER_COUNTS = (2, 3, 4)
 #: Images as (channels, height, width): sizes that halve five times, channels that differ.
 _IMAGE_SHAPES = ((3, 64, 64), (1, 128, 128), (4, 96, 96))
-#: Parameters a guess can give at most: past this, a model is too much our own invention.
-_MAX_GUESSED = 8
+#: Parameters a guess can give at most: past this, a model is too much our own invention
+#: (a video ViT takes nine: image and frame sides, their patches, widths, depth, heads).
+_MAX_GUESSED = 10
+#: Stages of a model whose per-stage parameters say nothing of their number.
+_STAGES = 2
 #: Values of the flags and choices a branch depends on tried at most (their combinations).
 _MAX_VARIANTS = 4
 
@@ -149,7 +153,16 @@ def _known(parameters: list[inspect.Parameter], partial: dict[str, Any]) -> dict
     if len(args) > len(positional) or any(k not in {p.name for p in named} for k in kwargs):
         return None
     given = {**{p.name: v for p, v in zip(positional, args, strict=False)}, **kwargs}
-    return {k: v for k, v in given.items() if v != {"$unknown": True}}
+    return {k: _untagged(v) for k, v in given.items() if v != {"$unknown": True}}
+
+
+def _untagged(value: Any) -> Any:
+    """A call site's literal as it was written (tuples tagged for JSON made tuples again)."""
+    return decoded(value, _as_is, _as_is)
+
+
+def _as_is(value: Any) -> Any:
+    return value  # a partial call site holds no names nor built models
 
 
 def guesses_for(
@@ -203,6 +216,22 @@ def guesses_for(
                     return None
             else:
                 run[param.name] = kind[index]
+        used = uses.of(param.name)
+        if "stages" in used and kind in ("size", "heads", "count"):
+            # `depths=(2, 2)`, `dims=(96, 160)`: a value per stage, sizes distinct.
+            length = uses.lengths.get(param.name) or _stages(uses)
+            for index, run in enumerate(runs):
+                if kind == "size":
+                    sizes = _SIZES[index]
+                    run[param.name] = tuple(sizes[(sized + j) % len(sizes)] for j in range(length))
+                else:
+                    run[param.name] = (run[param.name],) * length
+            sized += length if kind == "size" else 0
+            continue
+        if "pair" in used:  # `height, width = image_size`
+            for run in runs:
+                value = run[param.name]
+                run[param.name] = tuple(value[-2:]) if isinstance(value, tuple) else (value, value)
         sized += kind == "size"
     if sized:
         _guess_default_heads(parameters, required, uses, runs)
@@ -214,6 +243,12 @@ def guesses_for(
         fixed = dict(zip(branches, values, strict=True))
         variants.append(Variant(fixed, [{**run, **fixed} for run in runs]))
     return variants
+
+
+def _stages(uses: Uses) -> int:
+    """How many stages per-stage parameters have when nothing says: as many as another
+    per-stage parameter needs, else two (shapes repeat from stage to stage)."""
+    return max(uses.lengths.values(), default=_STAGES)
 
 
 #: An optional head count (`num_heads`, `heads`, `n_head`), not a size per head (`dim_head`).

@@ -70,19 +70,21 @@ def never_equal(message: str, known: dict[str, tuple[int, ...]]) -> bool:
     some values make them equal (`breadth*stack` and `3*breadth`: the model needs stack=3)."""
     for pattern in _COMPARED:
         for found in pattern.finditer(message):
+            # Shapes differ when one of their sizes always differs (a norm's [C, H, W]
+            # against [C, H-2, W-2]).
             pairs = zip(found["x"].split(", "), found["y"].split(", "), strict=False)
-            if any(_may_equal(x, y, known) for x, y in pairs):
+            if all(_may_equal(x, y, known) for x, y in pairs):
                 return False
     return True
 
 
 #: The two sizes a layer-size message compares (what the layer expects, what it gets).
-_SIZE = r"[^\]\s;,]+"
+_SIZE = r"(?:[^\[\]\s;,]|\[\d+\])+"  # `dims[1]`: an item of a per-stage argument
 _GOT = rf", but (?:it receives|the input has|\S+ produces|gets) \[?(?P<y>{_SIZE}(?:, {_SIZE})*)"
 _COMPARED = (
     re.compile(r"expects (?P<x>\S+) (?:input features|input channels|channels)" + _GOT),
     re.compile(r"expects (?P<x>\S+) channels in \S+ groups" + _GOT),
-    re.compile(r"of size \[(?P<x>[^\]]+)\]" + _GOT),
+    re.compile(r"of size \[(?P<x>(?:[^\[\]]|\[\d+\])+)\]" + _GOT),
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\[\d+\])?")
 _TERM = re.compile(r"[\w\[\]\s+\-*/()]+")

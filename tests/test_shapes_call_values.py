@@ -1,0 +1,99 @@
+"""Constructor arguments followed through the calling scope's names (no torch needed):
+literals bound to names, a loop's first values, models built and passed on, tuples kept."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from torchlint.shapes import discover, evidence
+from torchlint.shapes.call_values import LocalValues, changed_names, decoded
+
+MODELS = """
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim, depths):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Wrapper(nn.Module):
+    def __init__(self, encoder, settings, heads=()):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+"""
+
+SCRIPT = """
+import torch.nn as nn
+from models import Encoder, Wrapper
+
+settings = dict(width=64, causal=True)
+for depths, width in (((2, 2), 64), ((3, 3), 128)):
+    encoder = Encoder(dim=width, depths=depths).to("cuda")
+    encoder = Wrapper(encoder, settings, heads=[nn.Linear(width, 10)])
+"""
+
+
+def _collect(tmp_path: Path, script: str) -> dict:
+    files = [(str(tmp_path / "models.py"), MODELS), (str(tmp_path / "train.py"), script)]
+    return evidence.collect(discover.scan(files), files, None)
+
+
+def test_names_are_followed_to_literals_loops_and_built_models(tmp_path: Path) -> None:
+    facts = _collect(tmp_path, SCRIPT)
+    models = str(tmp_path / "models.py")
+    encoder = facts[(models, "Encoder")]["ctor"]
+    assert encoder["kwargs"] == {"dim": 64, "depths": {"$tuple": [2, 2]}}
+    wrapper = facts[(models, "Wrapper")]["ctor"]
+    built, settings = wrapper["args"]
+    # `encoder = Wrapper(encoder, ...)`: the argument is the Encoder built before.
+    given = {"args": encoder["args"], "kwargs": encoder["kwargs"]}
+    assert built == {"$build": {"path": models, "module": "models", "class": "Encoder", **given}}
+    assert settings == {"width": 64, "causal": True}
+    head = wrapper["kwargs"]["heads"][0]["$build"]
+    assert head == {"callable": "torch.nn.Linear", "args": [64, 10], "kwargs": {}}
+
+
+def test_a_model_changed_after_it_is_built_is_not_followed(tmp_path: Path) -> None:
+    script = SCRIPT.replace('.to("cuda")', '.to("cuda")\n    encoder.blocks[-1] = nn.Identity()')
+    facts = _collect(tmp_path, script)
+    assert facts[(str(tmp_path / "models.py"), "Wrapper")]["ctor"] is None
+
+
+def test_changed_names_are_those_changed_in_place() -> None:
+    tree = ast.parse(
+        "net.fc = x\ndel blocks[0]\nsetattr(head, 'w', 1)\nlayers.append(m)\n"
+        "other = net.fc\ncount += 1\nprint(model.fc)\n"
+    )
+    assert changed_names(ast.walk(tree)) == {"net", "blocks", "head", "layers"}
+
+
+def test_values_come_back_as_written() -> None:
+    def named(name: str) -> str:
+        return f"<{name}>"
+
+    def built(spec: dict) -> str:
+        return f"{spec['class']}{tuple(spec['args'])}"
+
+    value = {"depths": {"$tuple": [2, {"$tuple": [1]}]}, "block": {"$name": "Block"}}
+    value["net"] = {"$build": {"class": "Net", "args": [{"$tuple": [3]}], "kwargs": {}}}
+    assert decoded(value, named, built) == {
+        "depths": (2, (1,)),
+        "block": "<Block>",
+        "net": "Net((3,),)",
+    }
+
+
+def test_a_loop_over_a_name_takes_its_first_item() -> None:
+    local = LocalValues(lambda call: None)
+    for line in ("sizes = [(1, 2), (3, 4)]", "for a, b in sizes: pass", "c = b"):
+        local.bind(ast.parse(line).body[0])
+    assert local.value(ast.parse("(a, c)").body[0].value) == {"$tuple": [1, 2]}
+    local.bind(ast.parse("for a in range(3): pass").body[0])
+    assert local.value(ast.parse("a").body[0].value) is evidence.MISSING

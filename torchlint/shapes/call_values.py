@@ -1,0 +1,223 @@
+"""Constructor arguments a call site gives, as they travel to the worker and back.
+
+The worker receives JSON, so values that JSON would change are tagged on the way:
+
+* a tuple stays a tuple: `{"$tuple": [2, 2, 6, 2]}` (`assert isinstance(depth, tuple)`);
+* a model the calling code built itself and passes on (`vit = ViT(image_size=256, ...)`
+  then `MAE(encoder=vit)`, or `heads=[head]`) is built again by the worker:
+  `{"$build": {"path": ..., "module": ..., "class": "ViT", "args": [...], "kwargs": {...}}}`,
+  and so is one made by an installed package's layer or model builder (`nn.Linear(512, 10)`,
+  `torchvision.models.resnet18()`, without its weights): `{"$build": {"callable": ...}}`.
+
+`LocalValues` follows a scope's names to those values (read statically, in source order):
+literals bound to a name (`moss = dict(dim=512)` is not one, `moss = {"dim": 512}` is), the
+first values a `for` loop over literals takes, and models built from such values.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from torchlint.shapes.astutil import MISSING, dotted, literal
+
+#: A model built at a call site: its class key, module name and encoded arguments.
+BuildSpec = dict[str, Any]
+#: Packages whose callables a call site may build a model with (layers, model zoos).
+_FACTORIES = ("torch.nn.", "torchvision.models.", "timm.")
+#: Keywords that load weights: left out when a model is built again for its shapes.
+_WEIGHTS = frozenset({"pretrained", "weights", "pretrained_cfg", "checkpoint_path"})
+#: Methods that return the model they are called on (`ViT(...).to(device)`).
+_SAME_MODEL = ("to", "cuda", "cpu", "eval", "train", "float", "half", "requires_grad_")
+
+
+def encoded(value: Any) -> Any:
+    """A literal value with its tuples tagged, so that JSON keeps them tuples."""
+    if isinstance(value, tuple):
+        return {"$tuple": [encoded(v) for v in value]}
+    if isinstance(value, list):
+        return [encoded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: encoded(v) for k, v in value.items()}
+    return value
+
+
+def decoded(value: Any, named: Callable[[str], Any], built: Callable[[BuildSpec], Any]) -> Any:
+    """The worker's side of `encoded`: `$tuple`, `$name` (looked up by `named`) and `$build`
+    (made by `built`) become the objects they stand for, at any depth."""
+    if isinstance(value, list):
+        return [decoded(v, named, built) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"$tuple"}:
+        return tuple(decoded(v, named, built) for v in value["$tuple"])
+    if set(value) == {"$name"}:
+        return named(str(value["$name"]))
+    if set(value) == {"$build"}:
+        spec = value["$build"]
+        args = [decoded(v, named, built) for v in spec.get("args", [])]
+        kwargs = {k: decoded(v, named, built) for k, v in spec.get("kwargs", {}).items()}
+        return built({**spec, "args": args, "kwargs": kwargs})
+    return {k: decoded(v, named, built) for k, v in value.items()}
+
+
+class LocalValues:
+    """The values a scope's names hold at each point of a source-order walk.
+
+    `models(call)` says which model class a call builds: (path, module, class name), or
+    None. `arguments(call)` is set by the caller: the encoded arguments of a call, or None.
+    """
+
+    def __init__(
+        self,
+        models: Callable[[ast.Call], tuple[str, str, str] | None],
+        aliases: dict[str, str] | None = None,
+    ) -> None:
+        self._models = models
+        self._aliases = aliases or {}
+        self._values: dict[str, Any] = {}
+        #: Names whose model the scope changes after building it: not followed.
+        self.changed: set[str] = set()
+
+    def arguments(self, call: ast.Call) -> dict[str, Any] | None:
+        """`{"args": [...], "kwargs": {...}}` when every argument has a value here."""
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        if any(kw.arg is None for kw in call.keywords):
+            return None
+        args = [self.value(a) for a in call.args]
+        kwargs = {kw.arg: self.value(kw.value) for kw in call.keywords if kw.arg}
+        if any(v is MISSING for v in [*args, *kwargs.values()]):
+            return None
+        return {"args": args, "kwargs": kwargs}
+
+    def value(self, node: ast.AST) -> Any:
+        """The encoded value of an expression, or MISSING."""
+        found = literal(node)
+        if found is not MISSING:
+            return encoded(found)
+        if isinstance(node, ast.Name):
+            return self._values.get(node.id, MISSING)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [self.value(e) for e in node.elts]
+            if any(v is MISSING for v in items):  # a starred element has no value here
+                return MISSING
+            return {"$tuple": items} if isinstance(node, ast.Tuple) else items
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                return MISSING
+            keys = [literal(k) for k in node.keys if k is not None]
+            items = [self.value(v) for v in node.values]
+            if any(not isinstance(k, str) for k in keys) or any(v is MISSING for v in items):
+                return MISSING
+            return dict(zip(keys, items, strict=True))
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+                given = self.arguments(node)  # `dict(dim=512, causal=True)`
+                return given["kwargs"] if given is not None else MISSING
+            return self._built(node)
+        return MISSING
+
+    def _built(self, call: ast.Call) -> Any:
+        while isinstance(call.func, ast.Attribute) and call.func.attr in _SAME_MODEL:
+            if not isinstance(call.func.value, ast.Call):
+                return MISSING
+            call = call.func.value
+        model = self._models(call)
+        factory = self._installed(call) if model is None else None
+        given = self.arguments(call) if model is not None or factory else None
+        if given is None:
+            return MISSING
+        if factory:
+            # The architecture is what counts: no weights are loaded, none downloaded.
+            given["kwargs"] = {k: v for k, v in given["kwargs"].items() if k not in _WEIGHTS}
+            return {"$build": {"callable": factory, **given}}
+        assert model is not None
+        path, module, name = model
+        return {"$build": {"path": path, "module": module, "class": name, **given}}
+
+    def _installed(self, call: ast.Call) -> str | None:
+        """`resnet18` / `nn.Linear` / `timm.create_model`, imported from a package of
+        models or layers: its full dotted name."""
+        name = dotted(call.func)
+        head = name.split(".")[0] if name else ""
+        if name is None or head not in self._aliases:
+            return None
+        origin = self._aliases[head]
+        full = origin + name[len(head) :]
+        return full if full.startswith(_FACTORIES) else None
+
+    def bind(self, statement: ast.stmt) -> None:
+        """Take in what a statement binds (call before walking into the statement's body)."""
+        if isinstance(statement, ast.Assign):
+            value = self.value(statement.value)
+            for target in statement.targets:
+                self._assign(target, value)
+        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+            value = MISSING
+            if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                value = self.value(statement.value)
+            self._assign(statement.target, value)
+        elif isinstance(statement, (ast.For, ast.AsyncFor)):
+            # The loop's first round: what the code runs first, and a value it surely takes.
+            items = literal(statement.iter)
+            if isinstance(statement.iter, ast.Name):
+                items = self._values.get(statement.iter.id, MISSING)
+                items = items.get("$tuple", MISSING) if isinstance(items, dict) else items
+            elif items is not MISSING:
+                items = encoded(items)
+                items = items["$tuple"] if isinstance(items, dict) else items
+            first = items[0] if isinstance(items, list) and items else MISSING
+            self._assign(statement.target, first)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            for item in statement.items:
+                if item.optional_vars is not None:
+                    self._assign(item.optional_vars, MISSING)
+
+    def _assign(self, target: ast.AST, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            if value is MISSING or target.id in self.changed:
+                self._values.pop(target.id, None)
+            else:
+                self._values[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            parts = value.get("$tuple", MISSING) if isinstance(value, dict) else value
+            fits = isinstance(parts, list) and len(parts) == len(target.elts)
+            for i, element in enumerate(target.elts):
+                self._assign(element, parts[i] if fits else MISSING)
+        elif isinstance(target, ast.Starred):
+            self._assign(target.value, MISSING)
+
+
+#: Methods that change a model in place (`net.add_module("fc", ...)`).
+_CHANGING = frozenset({"add_module", "register_module", "append", "extend", "insert", "pop"})
+
+
+def changed_names(nodes: Iterable[ast.AST]) -> set[str]:
+    """Names whose object a scope changes in place (`net.fc = nn.Identity()`, `del net[-1]`,
+    `setattr(net, ...)`, `net.add_module(...)`): a model built under such a name is not the
+    model the call site passes, wherever the change is."""
+    found: set[str] = set()
+    for node in nodes:
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
+                targets = [ast.Attribute(value=node.args[0], attr="_", ctx=ast.Store())]
+            elif isinstance(func, ast.Attribute) and func.attr in _CHANGING:
+                targets = [func]
+        for target in targets:
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                root = target.value
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(root, ast.Name):
+                    found.add(root.id)
+    return found
