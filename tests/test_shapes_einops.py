@@ -139,3 +139,45 @@ def test_a_forward_that_stops_tracing_before_the_patches_is_read_from_its_source
     found, records = _check(tmp_path, {"vit.py": vit})
     assert [d.message for d in found if "of ViT " in d.message] == []
     assert records["ViT"]["result"] == "ok" and records["ViT"]["path"] == "fallback"
+
+
+PATCH_FUNCTION = """\
+from torch import nn
+from einops import rearrange
+
+
+class PatchEmbedding(nn.Module):
+    def __init__(self, *, dim, dim_out, patch_size):
+        super().__init__()
+        self.patch_size = patch_size
+        self.proj = nn.Conv2d(patch_size ** 2 * dim, dim_out, 1)
+
+    def forward(self, fmap):
+        p = self.patch_size
+        fmap = rearrange(fmap, "b c (h p1) (w p2) -> b (c p1 p2) h w", p1=p, p2=p)
+        return self.proj(fmap)
+
+
+class Pyramid(nn.Module):
+    def __init__(self, num_classes, mlp_mult, dims=(32, 64)):
+        super().__init__()
+        self.stem = PatchEmbedding(dim=3, dim_out=dims[0], patch_size=4)
+        self.mid = PatchEmbedding(dim=dims[0], dim_out=dims[1], patch_size=2)
+        self.mlp = nn.Sequential(
+            nn.Linear(dims[1], dims[1] * mlp_mult), nn.Linear(dims[1] * mlp_mult, dims[1])
+        )
+        self.head = nn.Linear(dims[0], num_classes)
+
+    def forward(self, x):
+        return self.head(self.mlp(self.mid(self.stem(x)).mean((2, 3))))
+"""
+
+
+def test_an_einops_function_first_gives_the_input_and_a_multiplier_is_guessed(
+    tmp_path: Path,
+) -> None:
+    """`rearrange(fmap, "b c (h p1) (w p2) -> ...", p1=p, p2=p)` in a block's forward is
+    the input's shape, as a `Rearrange` layer's is; `mlp_mult` is guessed as a multiplier."""
+    found, records = _check(tmp_path, {"pyramid.py": PATCH_FUNCTION})
+    assert [(d.code, d.line) for d in found] == [("TL601", 25)], [d.message for d in found]
+    assert records["PatchEmbedding"]["result"] == "ok"

@@ -203,3 +203,35 @@ def test_the_parts_of_a_chunk_are_counted_when_traced() -> None:
     assert complete
     parts = [n for n in graph.nodes if n.op == "call_function" and "getitem" in str(n.target)]
     assert len(parts) == 5
+
+
+UNFOLDED = """
+import torch.nn as nn
+
+
+class Swap(nn.Module):
+    def forward(self, x):
+        return x.transpose(1, 2)
+
+
+class PatchNet(nn.Module):
+    def __init__(self, dim=64, patch=4):
+        super().__init__()
+        self.embed = nn.Sequential(
+            nn.Unfold(kernel_size=patch, stride=patch), Swap(), nn.Linear(3 * patch * patch, dim)
+        )
+        self.head = nn.Linear(dim * 2, 10)
+
+    def forward(self, img):
+        return self.head(self.embed(img).mean(1))
+"""
+
+
+def test_patches_unfolded_first_take_an_image(tmp_path: Path) -> None:
+    """`nn.Unfold` first (PiT's patches): an image whose channels the search finds."""
+    from torchlint.shapes import check_files
+
+    path = tmp_path / "unfolded.py"
+    path.write_text(UNFOLDED)
+    found = check_files([(str(path), UNFOLDED)])
+    assert [(d.code, d.line) for ds in found.values() for d in ds] == [("TL601", 16)]

@@ -1,4 +1,4 @@
-"""einops layers (`Rearrange`, `Reduce`) as the first layer an input meets.
+"""einops layers (`Rearrange`, `Reduce`), and einops' functions, as the first an input meets.
 
 Vision transformers cut their input into patches with a layer such as
 `Rearrange("b c (h p1) (w p2) -> b (h w) (p1 p2 c)", p1=16, p2=16)`. fx keeps such a layer
@@ -16,7 +16,7 @@ from torch import nn
 
 from torchlint.shapes.inputs import HINTS, Dim, is_einops_layer
 
-__all__ = ["is_einops_layer", "pattern_input"]
+__all__ = ["is_einops_layer", "pattern_dims", "pattern_input"]
 
 #: The channels a `c` axis starts from: an RGB image's.
 _CHANNELS = 3
@@ -26,8 +26,13 @@ _GROUP = re.compile(r"\(([^()]*)\)|(\S+)")
 def pattern_input(module: nn.Module) -> list[Dim] | None:
     """The input dimensions an einops layer's pattern describes, or None (no pattern, an
     ellipsis, a rank fx cannot tell)."""
-    pattern = getattr(module, "pattern", None)
     lengths = getattr(module, "axes_lengths", None) or {}
+    return pattern_dims(getattr(module, "pattern", None), dict(lengths))
+
+
+def pattern_dims(pattern: object, lengths: dict[str, object]) -> list[Dim] | None:
+    """`pattern_input` for a pattern and axis lengths as a call gives them
+    (`rearrange(x, "b c (h p1) (w p2) -> ...", p1=p, p2=p)`)."""
     if not isinstance(pattern, str) or "->" not in pattern:
         return None
     left = pattern.split("->", 1)[0].strip()

@@ -49,14 +49,20 @@ _FIXED = {
     re.compile(r"factor|scale", re.I): (2, 2, 2),
 }
 #: Image sides and the patches they are cut into, per run: every side divisible by its
-#: run's patch (`assert image_size % patch_size == 0`), and by 32 over a run of five halvings.
-#: A video's frames are cut into patches of one frame.
+#: run's patch (`assert image_size % patch_size == 0`), by the patches a constructor's
+#: defaults may fix (12, 16, 24, 48: CrossViT's two branches), and by 32 over a run of five
+#: halvings. A video's frames are cut into patches of one frame.
 _SIDES = {
     re.compile(r"frame_patch", re.I): (1, 1, 1),
     re.compile(r"(^|_)patch(_?(size|height|width|side))?$", re.I): (8, 16, 32),
-    re.compile(r"^(image|img)_?(size|height|width|side|resolution)$", re.I): (64, 128, 96),
+    re.compile(r"^(image|img)_?(size|height|width|side|resolution)$", re.I): (96, 192, 288),
     re.compile(r"^(num_)?frames$", re.I): (4, 8, 16),
 }
+#: Width multipliers (`mlp_mult`, `ff_mult`, `expansion_rate`): a feed-forward is 4x wide.
+_MULTIPLIER = re.compile(r"(mlp|ff|ffn|hidden|expan\w*)_?(mult|ratio|rate|factor)$|^mult$", re.I)
+#: Their values per run: a finding that needs one of them (4 * dim against a fixed size)
+#: reads differently in each run and is not reported.
+_MULTIPLIERS = (4, 2, 3)
 _FLOAT = re.compile(r"dropout|drop|rate|eps|^p$|prob|momentum|alpha|beta|temperature", re.I)
 _FLAG = re.compile(r"^(use_|is_|has_|with_)|tie|tied|bias|bidirectional|batch_first|affine", re.I)
 _SHAPE = re.compile(r"^(input|in|img|image|data)_?shape$", re.I)
@@ -310,6 +316,8 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
         return literal
     if annotation is bool or (annotation is param.empty and _FLAG.search(name)):
         return "flag"
+    if annotation in (int, param.empty) and _MULTIPLIER.search(name):
+        return _MULTIPLIERS
     if annotation is float or (annotation is param.empty and _FLOAT.search(name)):
         return "float"
     if annotation not in (int, param.empty):

@@ -20,7 +20,7 @@ from torch import fx, nn
 from torchlint.shapes.assumed_inputs import assumed_past
 from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.delegated_forward import delegated_body
-from torchlint.shapes.einops_layers import is_einops_layer, pattern_input
+from torchlint.shapes.einops_layers import is_einops_layer, pattern_dims, pattern_input
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
 from torchlint.shapes.keyword_inputs import source_index
 from torchlint.shapes.sliced_loops import loop_steps, undo
@@ -147,6 +147,8 @@ def module_templates(
         return [[N, fixed(module.in_channels), H, W]], torch.float32
     if isinstance(module, (nn.Conv3d, nn.ConvTranspose3d)):
         return [[N, fixed(module.in_channels), D, H, W]], torch.float32
+    if isinstance(module, nn.Unfold):  # patches cut from an image: channels as found
+        return [[N, Dim("C", 3), H, W]], torch.float32
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
         return [[N, L]], torch.long
     if isinstance(module, nn.RNNCellBase):
@@ -396,6 +398,11 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                 steps.append((name, args or []))
                 current = consumer
                 continue
+            if name in _EINOPS_CUTS and first is current and len(consumer.args) > 1:
+                # `rearrange(x, "b c (h p1) (w p2) -> ...", p1=p, p2=p)`, traced whole
+                lengths = {k: v for k, v in consumer.kwargs.items() if isinstance(v, int)}
+                dims = pattern_dims(consumer.args[1], lengths) if not steps else None
+                return [InputPlan([TensorSpec(dims, torch.float32)])] if dims else None
             pools = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate")
             if name in pools and first is current:
                 current = consumer
@@ -406,6 +413,8 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
     return None
 
 
+#: einops functions whose pattern's left side is their input's shape.
+_EINOPS_CUTS = frozenset({"rearrange", "reduce"})
 #: Products of the input with a weight matrix (`torch.mm(x, self.weight)`, `x @ self.w`).
 _MATMULS = frozenset({"mm", "matmul", "spmm"})
 
