@@ -57,3 +57,32 @@ def test_a_class_built_from_its_default_configuration_through_the_wrapper() -> N
 def test_a_constructor_that_takes_anything_stays_as_written() -> None:
     assert list(constructor_signature(Plain).parameters) == ["args", "kwargs"]
     assert list(constructor_signature(nn.Linear).parameters)[:2] == ["in_features", "out_features"]
+
+
+class Classifier(nn.Module):
+    def __init__(self, *, dim: int, num_classes: int) -> None:
+        super().__init__()
+        self.head = nn.Linear(dim, num_classes)
+
+
+class Described:
+    def describe(self) -> str:
+        return "a mixin before the model in the bases"
+
+
+class Distillable(Described, Classifier):
+    def __init__(self, *args, **kwargs):
+        super(Distillable, self).__init__(*args, **kwargs)  # noqa: UP008 (as written in the wild)
+        self.dim = kwargs["dim"]
+
+
+class Forwarding(Distillable):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+
+
+def test_a_subclass_that_hands_on_everything_takes_its_parents_parameters() -> None:
+    assert list(constructor_signature(Distillable).parameters) == ["dim", "num_classes"]
+    assert list(constructor_signature(Forwarding).parameters) == ["dim", "num_classes"]
+    # `Plain` hands nothing to its parent: it takes anything.
+    assert list(constructor_signature(Plain).parameters) == ["args", "kwargs"]
