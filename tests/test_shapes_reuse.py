@@ -90,6 +90,8 @@ class StreamModel(nn.Module):
 
     def forward(self, features):
         hidden = self.proj(features)
+        if self.state is None:
+            raise RuntimeError("the stream was not opened")
         return hidden + self.state.mean()
 
 
@@ -161,8 +163,8 @@ def test_a_head_reuses_a_failure_that_is_not_about_shapes(tmp_path: Path) -> Non
     found, records = _check(tmp_path, "stream.py", FAILING)
     skipped = {d.line: d.message for d in found if d.code == "TL690"}
     assert [d.code for d in found if d.code != "TL690"] == []
-    tagging, scoring = skipped[23], skipped[33]
-    assert "forward pass failed at line 20" in tagging
+    tagging, scoring = skipped[25], skipped[35]
+    assert "forward pass failed at line 21" in tagging
     assert tagging.split(" skipped: ")[1] == scoring.split(" skipped: ")[1]
     assert records["StreamForScoring"].get("reused") == "failure"
 
@@ -374,3 +376,16 @@ def test_a_size_asked_for_by_name_keeps_the_values_the_configuration_was_given()
 
     model = build(Forecaster, [Horizon(d_model=48)], {})
     assert model.head.in_features == 48 and model.head.out_features > 0
+
+
+def test_failures_no_size_can_change_are_not_searched() -> None:
+    """An input left None or an option the caller must give fails at every size: the first
+    run's failure is the answer, without the search for other sizes."""
+    from torchlint.shapes.check import _size_blind
+
+    assert _size_blind(AttributeError("'NoneType' object has no attribute 'shape'"))
+    assert _size_blind(ValueError("You must specify exactly one of input_ids or inputs_embeds"))
+    assert _size_blind(TypeError("linear(): argument 'input' must be Tensor, not NoneType"))
+    assert not _size_blind(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"))
+    assert not _size_blind(ValueError("not enough values to unpack (expected 3, got 2)"))
+    assert not _size_blind(KeyError(96))  # a table keyed by a size: another size may be in it

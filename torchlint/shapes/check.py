@@ -125,6 +125,23 @@ _USUAL_SIZES = (28, 32, 64, 80, 128, 224)
 _HARVEST_MODULES = 48
 
 
+#: First failures that no input size can change (see `_size_blind`).
+_BLIND_TYPES = (AttributeError, NameError, ImportError, NotImplementedError)
+_BLIND_TEXT = re.compile(
+    r"NoneType|'bool' object|must specify|has to be passed|cannot specify both", re.IGNORECASE
+)
+
+
+def _size_blind(exc: BaseException) -> bool:
+    """Whether a forward's failure is one that other input sizes cannot change: an input
+    left None (`'NoneType' object has no attribute 'shape'`), an attribute or name the model
+    lacks, an input the caller must give (`You must specify exactly one of input_ids or
+    inputs_embeds`)."""
+    if isinstance(exc, _BLIND_TYPES):
+        return True
+    return isinstance(exc, (TypeError, ValueError)) and bool(_BLIND_TEXT.search(str(exc)))
+
+
 @dataclass
 class PlanResult:
     ok: bool = False
@@ -1024,6 +1041,12 @@ class FileChecker:
             failure = Failure(first_error)
             result.failure, result.reason = failure, self._failure_reason(failure)
             result.rank_error = True
+            return result
+        if _size_blind(first_error):
+            # An input left None, an attribute the model lacks, an option the caller must
+            # give: no other size changes that, and the search for one is spared.
+            failure = self._failure_at(model, plan, world.hints) or Failure(first_error)
+            result.failure, result.reason = failure, self._failure_reason(failure)
             return result
         seen = _failure_key(first_error, plan, world.hints, self.user_files)
         known = self._failed.get(seen) if seen is not None else None
