@@ -251,6 +251,28 @@ def guesses_for(
     return variants
 
 
+#: A constructor's refusal of sizes that some fixed value does not divide (`dim_head = 64`).
+DIVIDES = re.compile(r"divisible|divide|multiple of", re.IGNORECASE)
+
+
+def scaled(variant: Variant, factor: int) -> Variant:
+    """The variant with its guessed sizes (and the sizes in its tuples) `factor` times as
+    large: widths that a default head size or group count divides (96, 160, 224 become 192,
+    320, 448 for a `dim_head = 64`), related to each other as before."""
+
+    def grown(value: Any, pool: tuple[int, ...]) -> Any:
+        if isinstance(value, tuple):
+            return tuple(grown(v, pool) for v in value)
+        is_size = type(value) is int and value in pool
+        return value * factor if is_size else value
+
+    runs = [
+        {k: grown(v, _SIZES[i]) if k not in variant.fixed else v for k, v in run.items()}
+        for i, run in enumerate(variant.runs)
+    ]
+    return Variant(variant.fixed, runs)
+
+
 def _stages(uses: Uses) -> int:
     """How many stages per-stage parameters have when nothing says: as many as another
     per-stage parameter needs, else two (shapes repeat from stage to stage)."""
