@@ -86,3 +86,30 @@ def test_a_subclass_that_hands_on_everything_takes_its_parents_parameters() -> N
     assert list(constructor_signature(Forwarding).parameters) == ["dim", "num_classes"]
     # `Plain` hands nothing to its parent: it takes anything.
     assert list(constructor_signature(Plain).parameters) == ["args", "kwargs"]
+
+
+@dataclass
+class MixerTextConfig:
+    hidden_size: int = 16
+
+
+class MixerTextBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.proj = nn.Linear(config.hidden_size, config.hidden_size)
+
+
+class MixerForScoring(nn.Module):
+    config_class = MixerConfig
+
+    def __init__(self, config):
+        super().__init__()
+        self.score = nn.Linear(config.hidden_size, 1)
+
+
+def test_an_unannotated_config_takes_the_configuration_its_model_is_named_for() -> None:
+    """Of the module's configurations, the one whose name begins the model's the longest
+    way (`MixerTextBlock`: `MixerTextConfig`, not `MixerConfig`), or the one the model
+    names (`config_class`, as transformers' models do)."""
+    assert constructor_arguments(MixerTextBlock, None)[1] == {"config": MixerTextConfig()}
+    assert constructor_arguments(MixerForScoring, None)[1] == {"config": MixerConfig()}

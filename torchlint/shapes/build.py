@@ -310,7 +310,13 @@ def _config_like(value: Any) -> bool:
 
 
 def _module_config_class(cls: type) -> type | None:
-    """The configuration class defined beside a model: `<Model>Config`, or the only one."""
+    """The configuration class of a model: the one it names (`config_class`, as a
+    transformers model does), else of those its module holds the only one, or the one whose
+    name, less `Config`, begins the model's name the longest way (`Qwen3VLMoeTextMLP` takes
+    `Qwen3VLMoeTextConfig` over `Qwen3VLMoeConfig`)."""
+    named = getattr(cls, "config_class", None)
+    if _config_like(named) and not is_stub(named):
+        return named
     module = sys.modules.get(cls.__module__)
     if module is None:
         return None
@@ -319,10 +325,18 @@ def _module_config_class(cls: type) -> type | None:
         for key, value in vars(module).items()
         if _config_like(value) and not is_stub(value) and "config" in key.lower()
     ]
-    for value in candidates:
-        if value.__name__.lower().startswith(cls.__name__.lower()):
-            return value
-    return candidates[0] if len(candidates) == 1 else None
+    if len(candidates) == 1:
+        return candidates[0]
+    model = cls.__name__.lower()
+    fitting = [
+        (len(prefix), value)
+        for value in candidates
+        if (prefix := value.__name__.lower().removesuffix("config")) and model.startswith(prefix)
+    ]
+    if fitting:
+        return max(fitting, key=lambda item: item[0])[1]
+    # `GPT` and `GPTConfig`, `Net` and `NetworkConfig`
+    return next((v for v in candidates if v.__name__.lower().startswith(model)), None)
 
 
 def _shallow(config: Any, nested: int = 0) -> Any:
