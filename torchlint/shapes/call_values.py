@@ -65,8 +65,9 @@ def decoded(value: Any, named: Callable[[str], Any], built: Callable[[BuildSpec]
 class LocalValues:
     """The values a scope's names hold at each point of a source-order walk.
 
-    `models(call)` says which model class a call builds: (path, module, class name), or
-    None. `arguments(call)` is set by the caller: the encoded arguments of a call, or None.
+    `models(call)` says which linted model class a call builds: (path, module, class
+    name), or None; `aliases` are the file's imports (`nn` -> `torch.nn`), through which a
+    layer or model of an installed package is known. `changed` names are never followed.
     """
 
     def __init__(
