@@ -12,10 +12,14 @@ part is what makes its sizes fit.
 
 What a parameter is comes from its annotation, its name, and how the constructor uses it
 (see `ctor_usage`): `nn.Linear(ntoken, ...)` makes `ntoken` a size, `range(nlayers)` a
-count, `channels, height, width = img_shape` an image shape. A flag that a branch tests
-(`if use_attention:`) and a string compared with literals (`rnn_type == "LSTM"`) make
-variants: each value is checked on its own, with the three sets of sizes. Anything else
-that does not look like a number (a block class, a string) cannot be guessed.
+count, `channels, height, width = img_shape` an image shape, `zip(dims, depths)` or
+`channels[3]` a tuple with a value per stage (as many as the constructor reads), `height,
+width = image_size` a pair. A flag that a branch tests (`if use_attention:`) and a string
+compared with literals (`rnn_type == "LSTM"`) make variants: each value is checked on its
+own, with the three sets of sizes. Anything else that does not look like a number (a block
+class, a string) cannot be guessed. A constructor that refuses the sizes (`assert dim %
+dim_head == 0` with a default `dim_head = 64`) is tried again with every size doubled,
+then quadrupled.
 """
 
 from __future__ import annotations
