@@ -328,12 +328,12 @@ def _module_config_class(cls: type) -> type | None:
     if len(candidates) == 1:
         return candidates[0]
     model = cls.__name__.lower()
-    fitting = [
-        (len(prefix), value)
-        for value in candidates
-        if (prefix := value.__name__.lower().removesuffix("config")) and model.startswith(prefix)
-    ]
-    if fitting:
+    prefixes = [(value.__name__.lower().removesuffix("config"), value) for value in candidates]
+    fitting = [(len(p), value) for p, value in prefixes if p and model.startswith(p)]
+    shortest = min(len(p) for p, _ in prefixes)
+    if fitting and max(fitting, key=lambda item: item[0])[0] > shortest:
+        # A part's own configuration; the module's shortest name is the composite one
+        # (`CLIPConfig` holds `CLIPTextConfig` and `CLIPVisionConfig`): not `CLIPMLP`'s.
         return max(fitting, key=lambda item: item[0])[1]
     # `GPT` and `GPTConfig`, `Net` and `NetworkConfig`
     return next((v for v in candidates if v.__name__.lower().startswith(model)), None)
