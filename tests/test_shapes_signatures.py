@@ -11,7 +11,7 @@ pytest.importorskip("torch", reason="shape checks (TL6xx) need torch installed")
 
 from torch import nn
 
-from torchlint.shapes.build import constructor_arguments
+from torchlint.shapes.build import NeedsArguments, constructor_arguments
 from torchlint.shapes.signatures import constructor_signature
 
 
@@ -113,3 +113,15 @@ def test_an_unannotated_config_takes_the_configuration_its_model_is_named_for() 
     names (`config_class`, as transformers' models do)."""
     assert constructor_arguments(MixerTextBlock, None)[1] == {"config": MixerTextConfig()}
     assert constructor_arguments(MixerForScoring, None)[1] == {"config": MixerConfig()}
+
+
+class MixerTextHead(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.score = nn.Linear(config.hidden_size, config.num_labels)
+
+
+def test_a_configuration_chosen_by_name_must_have_the_fields_the_constructor_reads() -> None:
+    """`MixerTextConfig` has no `num_labels`: another configuration is meant, none is built."""
+    with pytest.raises(NeedsArguments):
+        constructor_arguments(MixerTextHead, None)

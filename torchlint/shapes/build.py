@@ -7,6 +7,7 @@ about a layer can point at the line that defines it.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import importlib
@@ -25,6 +26,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from torchlint.shapes import layer_cut, script_values
+from torchlint.shapes.astutil import function_source
 from torchlint.shapes.budget import raised_by_model_code
 from torchlint.shapes.call_values import BuildSpec, decoded
 from torchlint.shapes.loader import is_stub
@@ -198,9 +200,10 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
     """An instance of a config-like annotation (a dataclass, an HF config) built with defaults.
 
     An unannotated `config` parameter takes the configuration class of the model's module
-    (`GPTConfig` for `GPT`, or the only one there is).
+    (see `_module_config_class`), when it has every field the constructor reads off it.
     """
-    if annotation is inspect.Parameter.empty:
+    chosen = annotation is inspect.Parameter.empty
+    if chosen:
         if name.lower() not in _CONFIG_NAMES:
             return None
         annotation = _module_config_class(cls)
@@ -219,10 +222,31 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
         config = annotation()
     except Exception:
         return None
+    if chosen and not all(hasattr(config, field) for field in _fields_read(cls, name)):
+        return None  # another configuration of its module (a composite's part) is meant
     try:
         return _shallow(_sizes_set(config))
     except Exception:  # a field that refuses to be read or set: the model at full size
         return annotation()
+
+
+def _fields_read(cls: type, name: str) -> set[str]:
+    """The fields the constructor reads off its parameter `name` (`config.hidden_act`)."""
+    source = function_source(constructor_function(cls))
+    try:
+        tree = ast.parse(source) if source is not None else None
+    except (SyntaxError, ValueError):
+        return set()
+    if tree is None:
+        return set()
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+        and isinstance(node.ctx, ast.Load)
+    }
 
 
 def _resolved(cls: type, name: str, text: str) -> Any:
