@@ -349,8 +349,8 @@ def _module_config_class(cls: type) -> type | None:
         for key, value in vars(module).items()
         if _config_like(value) and not is_stub(value) and "config" in key.lower()
     ]
-    if len(candidates) == 1:
-        return candidates[0]
+    if len(candidates) < 2:
+        return candidates[0] if candidates else None
     model = cls.__name__.lower()
     prefixes = [(value.__name__.lower().removesuffix("config"), value) for value in candidates]
     fitting = [(len(p), value) for p, value in prefixes if p and model.startswith(p)]

@@ -29,7 +29,7 @@ _FACTORIES = ("torch.nn.", "torchvision.models.", "timm.")
 #: Keywords that load weights: left out when a model is built again for its shapes.
 _WEIGHTS = frozenset({"pretrained", "weights", "pretrained_cfg", "checkpoint_path"})
 #: Methods that return the model they are called on (`ViT(...).to(device)`).
-_SAME_MODEL = ("to", "cuda", "cpu", "eval", "train", "float", "half", "requires_grad_")
+SAME_MODEL = ("to", "cuda", "cpu", "eval", "train", "float", "half", "requires_grad_")
 
 
 def encoded(value: Any) -> Any:
@@ -121,7 +121,7 @@ class LocalValues:
         return MISSING
 
     def _built(self, call: ast.Call) -> Any:
-        while isinstance(call.func, ast.Attribute) and call.func.attr in _SAME_MODEL:
+        while isinstance(call.func, ast.Attribute) and call.func.attr in SAME_MODEL:
             if not isinstance(call.func.value, ast.Call):
                 return MISSING
             call = call.func.value

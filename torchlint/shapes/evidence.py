@@ -31,7 +31,7 @@ from torchlint.shapes.astutil import (
     qualify,
     walk_statements,
 )
-from torchlint.shapes.call_values import LocalValues, changed_names, encoded
+from torchlint.shapes.call_values import SAME_MODEL, LocalValues, changed_names, encoded
 from torchlint.shapes.class_owners import ClassOwners
 from torchlint.shapes.discover import FileInfo
 from torchlint.shapes.script_values import parsed_options
@@ -85,7 +85,6 @@ DATASETS: dict[str, tuple[int, int | None, int | None]] = {
 }
 _RESIZES = ("Resize", "CenterCrop", "RandomResizedCrop", "RandomCrop", "FiveCrop")
 _TENSOR_FACTORIES = ("randn", "rand", "zeros", "ones", "empty")
-_INSTANCE_METHODS = ("to", "cuda", "cpu", "eval", "train", "float", "half", "requires_grad_")
 #: Wrappers whose call runs the wrapped model on the same inputs (`DDP(model, ...)(x)`).
 _WRAPPERS = ("DistributedDataParallel", "DDP", "DataParallel", "FSDP", "compile")
 
@@ -546,8 +545,15 @@ def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
 
 
 #: Statements that bind names (read by `LocalValues`).
-_BINDING = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)
-_BINDING += (ast.With, ast.AsyncWith)
+_BINDING = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.For,
+    ast.AsyncFor,
+    ast.With,
+    ast.AsyncWith,
+)
 
 
 def _own_calls(statement: ast.stmt) -> Iterator[ast.Call]:
@@ -576,7 +582,7 @@ def _instance_of(value: ast.AST, abspath: str, owners: ClassOwners) -> tuple[str
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _INSTANCE_METHODS
+        and value.func.attr in SAME_MODEL
     ):
         value = value.func.value
     if not isinstance(value, ast.Call):
@@ -593,7 +599,7 @@ def _wrapped(value: ast.AST, instances: dict[str, tuple[str, str]]) -> tuple[str
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _INSTANCE_METHODS
+        and value.func.attr in SAME_MODEL
     ):
         value = value.func.value
     if not isinstance(value, ast.Call) or _call_class_name(value) not in _WRAPPERS:
