@@ -200,13 +200,14 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
     """An instance of a config-like annotation (a dataclass, an HF config) built with defaults.
 
     An unannotated `config` parameter takes the configuration class of the model's module
-    (see `_module_config_class`), when it has every field the constructor reads off it.
+    (see `_module_config_class`); one chosen among several by its name only when it has
+    every field the constructor reads off it.
     """
-    chosen = annotation is inspect.Parameter.empty
-    if chosen:
+    by_name = False
+    if annotation is inspect.Parameter.empty:
         if name.lower() not in _CONFIG_NAMES:
             return None
-        annotation = _module_config_class(cls)
+        annotation, by_name = _module_config_class(cls)
         if annotation is None:
             return None
     if isinstance(annotation, str):
@@ -222,7 +223,7 @@ def _default_config(cls: type, name: str, annotation: Any) -> Any:
         config = annotation()
     except Exception:
         return None
-    if chosen and not all(hasattr(config, field) for field in _fields_read(cls, name)):
+    if by_name and not all(hasattr(config, field) for field in _fields_read(cls, name)):
         return None  # another configuration of its module (a composite's part) is meant
     try:
         return _shallow(_sizes_set(config))
@@ -239,6 +240,15 @@ def _fields_read(cls: type, name: str) -> set[str]:
         return set()
     if tree is None:
         return set()
+    # `getattr(config, "classifier_dropout", None)` first: a field the code does without.
+    tested = {
+        node.args[1].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) in ("getattr", "hasattr")
+        and len(node.args) > 1
+        and isinstance(node.args[1], ast.Constant)
+    }
     return {
         node.attr
         for node in ast.walk(tree)
@@ -246,6 +256,7 @@ def _fields_read(cls: type, name: str) -> set[str]:
         and isinstance(node.value, ast.Name)
         and node.value.id == name
         and isinstance(node.ctx, ast.Load)
+        and node.attr not in tested
     }
 
 
@@ -333,24 +344,25 @@ def _config_like(value: Any) -> bool:
     )
 
 
-def _module_config_class(cls: type) -> type | None:
-    """The configuration class of a model: the one it names (`config_class`, as a
-    transformers model does), else of those its module holds the only one, or the one whose
-    name, less `Config`, begins the model's name the longest way (`Qwen3VLMoeTextMLP` takes
-    `Qwen3VLMoeTextConfig` over `Qwen3VLMoeConfig`)."""
+def _module_config_class(cls: type) -> tuple[type | None, bool]:
+    """The configuration class of a model, and whether it was chosen by its name among
+    several: the one the model names (`config_class`, as a transformers model does), else
+    of those its module holds the only one, or the one whose name, less `Config`, begins the
+    model's name the longest way (`Qwen3VLMoeTextMLP` takes `Qwen3VLMoeTextConfig` over
+    `Qwen3VLMoeConfig`)."""
     named = getattr(cls, "config_class", None)
     if _config_like(named) and not is_stub(named):
-        return named
+        return named, False
     module = sys.modules.get(cls.__module__)
     if module is None:
-        return None
+        return None, False
     candidates = [
         value
         for key, value in vars(module).items()
         if _config_like(value) and not is_stub(value) and "config" in key.lower()
     ]
     if len(candidates) < 2:
-        return candidates[0] if candidates else None
+        return (candidates[0] if candidates else None), False
     model = cls.__name__.lower()
     prefixes = [(value.__name__.lower().removesuffix("config"), value) for value in candidates]
     fitting = [(len(p), value) for p, value in prefixes if p and model.startswith(p)]
@@ -358,9 +370,9 @@ def _module_config_class(cls: type) -> type | None:
     if fitting and max(fitting, key=lambda item: item[0])[0] > shortest:
         # A part's own configuration; the module's shortest name is the composite one
         # (`CLIPConfig` holds `CLIPTextConfig` and `CLIPVisionConfig`): not `CLIPMLP`'s.
-        return max(fitting, key=lambda item: item[0])[1]
+        return max(fitting, key=lambda item: item[0])[1], True
     # `GPT` and `GPTConfig`, `Net` and `NetworkConfig`
-    return next((v for v in candidates if v.__name__.lower().startswith(model)), None)
+    return next((v for v in candidates if v.__name__.lower().startswith(model)), None), False
 
 
 def _shallow(config: Any, nested: int = 0) -> Any:
