@@ -127,6 +127,20 @@ def torch_forward(module: nn.Module) -> bool:
     return getattr(forward, "__module__", "").startswith("torch.")
 
 
+def _uninitialized(module: nn.Module) -> bool:
+    """Whether a lazy layer (`nn.LazyConv2d`) has yet to take its sizes from its first input:
+    its `in_channels` is 0 until then, not a size the input must have."""
+    from torch.nn.modules.lazy import LazyModuleMixin
+
+    return isinstance(module, LazyModuleMixin) and module.has_uninitialized_params()
+
+
+def _lazy_size(_placeholder: int) -> Dim:
+    """The size a lazy layer takes from its input: any, found by the search (3 to start, as
+    for an image's channels)."""
+    return Dim("C", 3)
+
+
 def module_templates(
     module: nn.Module, own_forward: bool = True
 ) -> tuple[list[Template], torch.dtype] | None:
@@ -135,7 +149,7 @@ def module_templates(
     if own_forward and not torch_forward(module):
         return None
     N, L, H, W, D = (Dim.free(n) for n in "NLHWD")
-    fixed = Dim.fixed
+    fixed = _lazy_size if _uninitialized(module) else Dim.fixed
     if isinstance(module, (nn.Linear, nn.Bilinear)):
         features = fixed(
             module.in_features if isinstance(module, nn.Linear) else module.in1_features
@@ -160,11 +174,15 @@ def module_templates(
         shape = [fixed(s) for s in module.normalized_shape]
         # Sequences, vectors, and channels-last feature maps (ConvNeXt-style blocks).
         return [[N, L, *shape], [N, *shape], [N, H, W, *shape]], torch.float32
-    if isinstance(module, (nn.BatchNorm1d, nn.InstanceNorm1d)):
+    # A lazy norm becomes its class once it has run (`nn.LazyBatchNorm2d`: `nn.BatchNorm2d`).
+    norm = getattr(module, "cls_to_become", None) or type(module)
+    if issubclass(norm, nn.BatchNorm1d):
         return [[N, fixed(module.num_features)], [N, fixed(module.num_features), L]], torch.float32
-    if isinstance(module, (nn.BatchNorm2d, nn.InstanceNorm2d)):
+    if issubclass(norm, nn.InstanceNorm1d):  # [C, L] unbatched: the batch is not optional
+        return [[N, fixed(module.num_features), L]], torch.float32
+    if issubclass(norm, (nn.BatchNorm2d, nn.InstanceNorm2d)):
         return [[N, fixed(module.num_features), H, W]], torch.float32
-    if isinstance(module, (nn.BatchNorm3d, nn.InstanceNorm3d)):
+    if issubclass(norm, (nn.BatchNorm3d, nn.InstanceNorm3d)):
         return [[N, fixed(module.num_features), D, H, W]], torch.float32
     if isinstance(module, nn.GroupNorm):
         c = fixed(module.num_channels)

@@ -14,6 +14,7 @@ import ast
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from torchlint.shapes.assumed_inputs import assumed
 from torchlint.shapes.infer import forward_input
@@ -28,7 +29,7 @@ def scaled_input_plans(model: nn.Module, index: int) -> list[InputPlan] | None:
     vectors = [
         (name, param)
         for name, param in model.named_parameters(recurse=False)
-        if param is not None and param.dim() == 1
+        if param is not None and not is_lazy(param) and param.dim() == 1
     ]
     if len(vectors) != 1:
         return None
