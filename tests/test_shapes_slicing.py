@@ -107,6 +107,8 @@ PY3 = sys.version_info >= (3,)
 HAS_MISSING = importlib.util.find_spec("surely_not_installed_pkg") is not None
 T = TypeVar("T")
 Point = namedtuple("Point", "x y")
+Flags = NamedTuple("Flags", [("flash", bool), ("math", bool)])
+ORIGIN = Point(0, 0)
 BASE = 16
 HIDDEN = BASE * 4
 ORDER = sorted([3, 1, 2], key=lambda d: -d)
@@ -140,6 +142,12 @@ class Config:
 
 
 DEFAULT = Config()
+
+
+def attend(flags: Flags = Flags(True, False), at=Point(1, 1)):
+    return flags.math, at.x
+
+
 WEIRD = load_from_disk("weights.bin")
 """
 
@@ -154,6 +162,8 @@ def test_harmless_module_values_are_kept(tmp_path: Path) -> None:
     assert module.FLASH is False
     assert module.T.__name__ == "T"
     assert module.Point(1, 2).y == 2
+    assert module.ORIGIN == (0, 0)  # a record class is built like a dataclass
+    assert module.attend() == (False, 1)  # and in defaults (not a stand-in)
     assert module.Pair(1).b is None
     assert module.HIDDEN == 64 and module.ORDER == [3, 2, 1]
     assert module.DEFAULT.double == 128

@@ -4,7 +4,8 @@ The shape checker never runs a user's script. It keeps imports, `def` and `class
 statements, guarded imports (`try: import x / except ImportError:`), `if` blocks with a
 harmless test, and assignments whose value only uses literals, names and an allow-list of
 calls (`nn.Sequential(...)` included, built later on the meta device; loggers, paths from
-`__file__`, `os.environ.get`, version checks and feature flags, `namedtuple`/`TypeVar`).
+`__file__`, `os.environ.get`, version checks and feature flags, `namedtuple`/`TypeVar`, and
+instances of the `namedtuple` classes so made).
 Everything else (training loops, `if __name__ == "__main__":`, `model = Net().cuda()`,
 `main()`) is dropped; a dropped assignment binds its names to an inert stand-in
 (`__torchlint_unavailable__`, see `loader.Unavailable`) that fails only when used.
@@ -133,6 +134,10 @@ _SAFE_EXACT = frozenset(
         # `from ..utils import logging` in libraries built like transformers
         "logging.get_logger",
     }
+)
+#: Calls that make a record class whose instances are built without running user code.
+_RECORD_TYPES = frozenset(
+    {"collections.namedtuple", "typing.NamedTuple", "typing_extensions.NamedTuple"}
 )
 #: Allowed by the prefixes above, but they evaluate code or call what they are given.
 _UNSAFE_EXACT = frozenset(
@@ -283,7 +288,7 @@ class _Checker:
             node.name
             for node in tree.body
             if isinstance(node, ast.ClassDef) and _is_data_class(node)
-        }
+        } | self._record_types(tree)
         #: Local functions that only define things when called (`to_2tuple = _ntuple(2)`).
         self.factories = {
             node.name
@@ -302,6 +307,23 @@ class _Checker:
             if isinstance(node, ast.ImportFrom) and node.level
             for alias in node.names
         }
+
+    def _record_types(self, tree: ast.Module) -> set[str]:
+        """Names bound to a `namedtuple(...)` or `NamedTuple(...)` class: building one runs no
+        code of the user's (`Config = namedtuple(...)`, then `config=Config(True, False)`)."""
+        names = set()
+        for node in tree.body:
+            if not (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+            ):
+                continue
+            qual = qualify(node.value.func, self.aliases) or ""
+            if qual in _RECORD_TYPES:
+                names.add(node.targets[0].id)
+        return names
 
     def _defines_only(self, node: ast.FunctionDef) -> bool:
         for statement in node.body:
