@@ -1,4 +1,5 @@
-"""Inputs of a layer that scales them by a vector of its own (an RMSNorm, a layer scale).
+"""Inputs of a layer that scales them by a vector of its own (an RMSNorm, a layer scale, a
+channels-first layer norm).
 
 `return self.weight * hidden_states` with `self.weight = nn.Parameter(torch.ones(d))`, and
 no layer of its own that reads the input: the weight broadcasts over the last dimension, so
@@ -22,28 +23,50 @@ from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec
 
 
 def scaled_input_plans(model: nn.Module, index: int) -> list[InputPlan] | None:
-    """`[N, L, d]` for input `index` of a layer without sublayers whose forward multiplies by
-    its only vector parameter (of size `d`), else None."""
+    """The input `index` of a layer without sublayers whose forward multiplies it by a
+    vector parameter of its own, else None: `[N, L, d]` for a weight of size `d`, and the
+    rank and place the weight gives for one shaped to broadcast (`[1, d, 1, 1]`: a
+    channels-first map `[N, d, H, W]`). Its other parameters must be shaped alike (a bias)."""
     if next(model.children(), None) is not None:
         return None
-    vectors = [
-        (name, param)
+    shapes = {
+        name: tuple(param.shape)
         for name, param in model.named_parameters(recurse=False)
-        if param is not None and not is_lazy(param) and param.dim() == 1
-    ]
-    if len(vectors) != 1:
+        if param is not None and not is_lazy(param)
+    }
+    if not shapes or len(set(shapes.values())) != 1:
+        return None
+    dims = _input_dims(next(iter(shapes.values())))
+    if dims is None:
         return None
     found = forward_input(model, index)
     if found is None:
         return None
     function, _ = found
-    name, weight = vectors[0]
-    if not any(_scales_by(node, name) for node in ast.walk(function)):
+    name = next((n for n in shapes if any(_scales_by(x, n) for x in ast.walk(function))), None)
+    if name is None:
         return None
-    spec = TensorSpec([Dim.free("N"), Dim.free("L"), Dim.fixed(int(weight.shape[0]))], weight.dtype)
-    if not spec.dtype.is_floating_point:
-        spec = TensorSpec(spec.dims, torch.float32)
-    return assumed([InputPlan([spec])], f"a sequence of vectors scaled by self.{name}")
+    dtype = getattr(model, name).dtype
+    spec = TensorSpec(dims, dtype if dtype.is_floating_point else torch.float32)
+    what = "a sequence of vectors" if dims[-1].name is None else "a map whose channels are"
+    return assumed([InputPlan([spec])], f"{what} scaled by self.{name}")
+
+
+def _input_dims(shape: tuple[int, ...]) -> list[Dim] | None:
+    """The input a weight of this shape scales: `[N, L, d]` for `[d]`, else the weight's
+    own rank with its one size other than 1 in place (`[1, 1, d]`, `[1, d, 1, 1]`)."""
+    if len(shape) == 1:
+        return [Dim.free("N"), Dim.free("L"), Dim.fixed(shape[0])]
+    sized = [i for i, size in enumerate(shape) if size != 1]
+    if not 3 <= len(shape) <= 5 or len(sized) != 1 or sized[0] == 0:
+        return None
+    free = {3: "NL", 4: "NHW", 5: "NDHW"}[len(shape)]
+    if sized[0] == 2 and len(shape) == 3:
+        free = "NL"
+    names = iter(free)
+    return [
+        Dim.fixed(size) if i == sized[0] else Dim.free(next(names)) for i, size in enumerate(shape)
+    ]
 
 
 def _scales_by(node: ast.AST, name: str) -> bool:
