@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib.util
 import inspect
 import math
@@ -1250,6 +1251,34 @@ class FileChecker:
         for trial in trials:
             yield trial, self._failure_at(model, plan, {**hints, **trial})
 
+    def _conflicting(
+        self, model: nn.Module, plan: InputPlan, hints: dict[str, int], solved: list[_Solved]
+    ) -> tuple[Failure, str] | None:
+        """The failure at `hints` and its code when the search is back at a failure it solved
+        for and no sizes fix all the failures it met at once (a run with concrete sizes tells
+        where, at a tenth of a symbolic run's cost); else None."""
+        if len(solved) < 2:
+            return None
+        names = {_size_symbol(name): name for name in hints}
+        sizes = {symbol: hints[name] for symbol, name in names.items()}
+        try:
+            if Problem([s.named for s in solved], names, sizes).find() is not None:
+                return None
+        except Unsupported:
+            return None
+        # The failure of a layer with sizes of its own (a norm) is the one to report: the
+        # sizes that pass it are what the op met after it (an `add` of a position table) fixes.
+        for met in sorted(solved, key=lambda s: s.site[0] is None):
+            at = met.hints if met.site[0] is not None else hints
+            failure = self._failure_at(model, plan, at)
+            if failure is None or _site(failure) not in {s.site for s in solved}:
+                continue
+            code = F.classify(failure, self.user_files)
+            if code is not None:
+                hints.update(at)
+                return failure, code
+        return None
+
     def _failure_at(
         self, model: nn.Module, plan: InputPlan, hints: dict[str, int]
     ) -> Failure | None:
@@ -1447,6 +1476,8 @@ class FileChecker:
         flipped: set[Any] = set()
         # The sizes each attempt started from, and where it left the result (see `_Round`).
         rounds: list[_Round] = []
+        # Where each attempt failed, with the condition solved for there (see `_Solved`).
+        solved: list[_Solved] = []
 
         for attempt in range(_MAX_FLIPS):
             again = _repeated(rounds, hints, len(result.constraints))
@@ -1462,6 +1493,11 @@ class FileChecker:
                 plain = World(model, plan, hints, symbolic=False, session=self._session(model))
                 if run_direct(plain) is None:
                     result.ok = True
+                    return result
+                conflict = self._conflicting(model, plan, hints, solved)
+                if conflict is not None:
+                    result.failure, result.code = conflict
+                    result.rank_error = F.rank_error(conflict[0].exc)
                     return result
             world = World(model, plan, hints, symbolic=True, session=self._session(model))
             failure = self._analyze(world, graph_for_analysis)
@@ -1532,6 +1568,16 @@ class FileChecker:
                 return result
             target = sympy.Not(guard)
             symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
+            site = _site(failure)
+            if code is not None and any(earlier.site == site for earlier in solved):
+                # Back at a failure solved for before: the sizes that fixed the failures met
+                # since undo it. When no sizes fix them all at once, none makes the model
+                # run (a norm over a map's width that the position table fixes): definite.
+                together = [earlier.condition(world.names) for earlier in solved]
+                if _solve([target, *together], world, symbol_hints) is None:
+                    result.code = code
+                    return result
+            solved.append(_Solved(site, target, world.names, dict(hints)))
             path = _path_guards(world, failure, flipped, guard)
             solution = _solve([target, *path], world, symbol_hints)
             if solution is None and path:  # without them (else the same problem again)
@@ -1578,6 +1624,34 @@ class _Round:
         result.hints.clear()
         result.hints.update(self.hints)
         result.failure, result.rank_error, result.names = self.failure, self.rank_error, self.names
+
+
+def _site(failure: Failure) -> tuple[Any, ...]:
+    """Where a run failed: the layer, the op and the user's line."""
+    return (failure.module_name, failure.op, failure.frame)
+
+
+class _Solved:
+    """A failure the search solved for: its site, and the condition on the input's sizes
+    that fixes it, kept by the sizes' names (each attempt's run names its symbols anew)."""
+
+    def __init__(
+        self, site: tuple[Any, ...], target: Any, names: dict[Any, str], hints: dict[str, int]
+    ) -> None:
+        self.site = site
+        self.hints = hints  #: the sizes it was met at
+        #: The condition in symbols named after the sizes (`_size_symbol`).
+        self.named = target.xreplace({s: _size_symbol(n) for s, n in names.items()})
+
+    def condition(self, names: dict[Any, str]) -> Any:
+        """The condition in the symbols of a run that names its sizes `names`."""
+        return self.named.xreplace({_size_symbol(n): s for s, n in names.items()})
+
+
+@functools.cache
+def _size_symbol(name: str) -> Any:
+    """One symbol per size name (`H`), the same in every attempt."""
+    return sympy.Symbol(f"torchlint_{name}", integer=True, positive=True)
 
 
 def _repeated(rounds: list[_Round], hints: dict[str, int], constraints: int) -> _Round | None:
