@@ -181,3 +181,42 @@ def test_an_einops_function_first_gives_the_input_and_a_multiplier_is_guessed(
     found, records = _check(tmp_path, {"pyramid.py": PATCH_FUNCTION})
     assert [(d.code, d.line) for d in found] == [("TL601", 25)], [d.message for d in found]
     assert records["PatchEmbedding"]["result"] == "ok"
+
+
+TOKEN_MAP = """\
+import math
+
+from torch import nn
+from einops import rearrange
+
+
+class TokensToMap(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.conv = nn.Conv2d(dim, dim, 3, padding=1)
+        self.norm = nn.BatchNorm2d(CHANNELS)
+
+    def forward(self, x):
+        side = int(math.sqrt(x.shape[1]))
+        x = rearrange(x, "b (h w) c -> b c h w", h=side)
+        return self.norm(self.conv(x))
+
+
+class Unflatten(nn.Module):
+    def forward(self, x):
+        return rearrange(x, "b (h w) c -> b c h w", h=int(math.sqrt(x.shape[1])))
+"""
+
+
+@pytest.mark.parametrize(("channels", "expected"), [("dim", []), ("2 * dim", [("TL604", 11)])])
+def test_tokens_split_by_a_computed_length_are_one_free_size(
+    tmp_path: Path, channels: str, expected: list[tuple[str, int]]
+) -> None:
+    """`rearrange(x, "b (h w) c -> ...", h=int(math.sqrt(x.shape[1])))`: `h` is known only
+    when the forward runs (fx stops at `math.sqrt`), so `(h w)` is one number of tokens to
+    solve for, not an unknown split; the input is read from forward's source."""
+    source = TOKEN_MAP.replace("CHANNELS", channels)
+    found, records = _check(tmp_path, {"tokens.py": source})
+    assert [(d.code, d.line) for d in found] == expected, [d.message for d in found]
+    assert records["Unflatten"]["result"] == "ok"
+    assert records["TokensToMap"]["result"] in ("ok", "finding")

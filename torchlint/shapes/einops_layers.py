@@ -32,7 +32,9 @@ def pattern_input(module: nn.Module) -> list[Dim] | None:
 
 def pattern_dims(pattern: object, lengths: dict[str, object]) -> list[Dim] | None:
     """`pattern_input` for a pattern and axis lengths as a call gives them
-    (`rearrange(x, "b c (h p1) (w p2) -> ...", p1=p, p2=p)`)."""
+    (`rearrange(x, "b c (h p1) (w p2) -> ...", p1=p, p2=p)`). A length given by a value not
+    known before the run (`h=int(math.sqrt(x.shape[1]))`) leaves its group one free size
+    that the run splits (`(h w)`: a number of tokens)."""
     if not isinstance(pattern, str) or "->" not in pattern:
         return None
     left = pattern.split("->", 1)[0].strip()
@@ -47,20 +49,24 @@ def pattern_dims(pattern: object, lengths: dict[str, object]) -> list[Dim] | Non
     dims: list[Dim] = [Dim.free("N")]
     used = {"N"}
     for axes in groups[1:]:
-        known, free = 1, []
+        known, free, given = 1, [], []
         for axis in axes:
             if axis.isdigit():
                 known *= int(axis)
-            elif isinstance(lengths.get(axis), int) and lengths[axis] > 0:
-                known *= lengths[axis]
+            elif isinstance(length := lengths.get(axis), int) and length > 0:
+                known *= length
+            elif axis in lengths:
+                given.append(axis)
             else:
                 free.append(axis)
         if len(free) > 1:
             return None  # `(h w)` in the input: the split between them is not known
-        if not free:
+        if not free and not given:
             dims.append(Dim.fixed(known))
             continue
-        letter = free[0][:1].upper() if free[0][:1].isalpha() else "S"
+        unknown = [*free, *given]
+        letter = "L" if len(unknown) > 1 else unknown[0][:1].upper()
+        letter = letter if letter.isalpha() else "S"
         name = letter
         while name in used:
             name = f"{letter}{len(used)}"

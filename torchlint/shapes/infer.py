@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import operator
+import sys
 from typing import Any
 
 import torch
@@ -418,8 +419,7 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                 continue
             if name in _EINOPS_CUTS and first is current and len(consumer.args) > 1:
                 # `rearrange(x, "b c (h p1) (w p2) -> ...", p1=p, p2=p)`, traced whole
-                lengths = {k: v for k, v in consumer.kwargs.items() if isinstance(v, int)}
-                dims = pattern_dims(consumer.args[1], lengths) if not steps else None
+                dims = pattern_dims(consumer.args[1], dict(consumer.kwargs)) if not steps else None
                 return [InputPlan([TensorSpec(dims, torch.float32)])] if dims else None
             pools = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate")
             if name in pools and first is current:
@@ -565,6 +565,9 @@ def infer_from_source(
                 pending.append((end, target.id, derived, reshaped and derived is None))
         if not isinstance(node, ast.Call):
             continue
+        cut = _einops_cut(node, names, model)
+        if cut is not None:
+            return [InputPlan([TensorSpec(cut, torch.float32)])] if cut else None
         target = self_path(node.func)
         if target is None and isinstance(node.func, ast.Name):
             target = loops.get(node.func.id)
@@ -635,6 +638,28 @@ def infer_from_source(
                 plans.append(InputPlan([TensorSpec(shape, plan.specs[0].dtype)]))
         return assumed_past(plans, passed) or None
     return None
+
+
+def _einops_cut(node: ast.Call, names: dict[str, list[Any]], model: nn.Module) -> list[Dim] | None:
+    """For `rearrange(x, "b (h w) c -> b c h w", h=...)` on the input as it came (an einops
+    function, found in forward's source when tracing stopped before it): the input's
+    dimensions, [] when the pattern does not tell them, None for any other call."""
+    if not (isinstance(node.func, ast.Name) and node.func.id in _EINOPS_CUTS and node.args):
+        return None
+    function = getattr(sys.modules.get(type(model).__module__), node.func.id, None)
+    if not getattr(function, "__module__", "").startswith("einops"):
+        return None
+    first = node.args[0]
+    if not (isinstance(first, ast.Name) and first.id in names):
+        return None
+    if names[first.id] or len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+        return []
+    lengths: dict[str, object] = {
+        k.arg: k.value.value if isinstance(k.value, ast.Constant) else k.value
+        for k in node.keywords
+        if k.arg is not None
+    }
+    return pattern_dims(node.args[1].value, lengths) or []
 
 
 def _described_inner(module: nn.Module, position: int) -> list[InputPlan] | None:
