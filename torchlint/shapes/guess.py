@@ -68,6 +68,7 @@ _MULTIPLIER = re.compile(r"(mlp|ff|ffn|hidden|expan\w*)_?(mult|ratio|rate|factor
 #: reads differently in each run and is not reported.
 _MULTIPLIERS = (4, 2, 3)
 _FLOAT = re.compile(r"dropout|drop|rate|eps|^p$|prob|momentum|alpha|beta|temperature", re.I)
+_DROP = re.compile(r"drop|rate|prob|^p$", re.I)
 _FLAG = re.compile(r"^(use_|is_|has_|with_)|tie|tied|bias|bidirectional|batch_first|affine", re.I)
 _SHAPE = re.compile(r"^(input|in|img|image|data)_?shape$", re.I)
 #: Multiples of 32 (a GroupNorm of 32 groups takes them), none twice another of its run.
@@ -218,7 +219,8 @@ def guesses_for(
             elif kind == "flag":
                 run[param.name] = index != 1
             elif kind == "float":
-                run[param.name] = 0.0
+                # No dropout; 1 for the rest (a norm's `p`, a scale): 0 would empty them.
+                run[param.name] = 0.0 if _DROP.search(param.name) else 1.0
             elif isinstance(kind, type):
                 try:
                     run[param.name] = _Filled(kind(), {})
