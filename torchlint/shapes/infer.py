@@ -827,6 +827,11 @@ def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
     container = self_path(iterable)
     if container is not None and isinstance(target, ast.Name):
         loops[target.id] = f"{container}.0"
+    elif container is not None and isinstance(target, ast.Tuple):
+        # `for attn, ff in self.layers:` over pairs of layers: the first pair, by place.
+        for index, element in enumerate(target.elts):
+            if isinstance(element, ast.Name):
+                loops[element.id] = f"{container}.0.{index}"
 
 
 def _derived(
