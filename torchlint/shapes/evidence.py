@@ -262,10 +262,11 @@ def _scan_file(
         instances: dict[str, tuple[str, str]] = {}
         tensors: dict[str, Evidence] = {}
         local = LocalValues(models, aliases)
-        local.changed = changed_names(_scope_nodes(scope))
+        nodes = list(_scope_nodes(scope))
+        local.changed = changed_names(nodes)
         # A statement's own calls are read before the names it binds change (`v = Wrap(v)`).
         read_before: dict[int, dict[str, Any] | None] = {}
-        for node in _scope_nodes(scope):
+        for node in nodes:
             if isinstance(node, _BINDING):
                 for call in _own_calls(node):
                     read_before[id(call)] = ctor_of(call, local)
