@@ -1667,8 +1667,8 @@ def _repeated(rounds: list[_Round], hints: dict[str, int], constraints: int) -> 
 
 #: Sizes tried (for all spatial or length dims at once) when the first guess fails.
 PROBE_SIZES = (32, 28, 224, 64)
-#: A video clip's usual frames (its depth `D`), tried with sides of 224.
-_CLIP_FRAMES = 16
+#: A video clip's usual numbers of frames (its depth `D`), tried with sides of 224.
+_CLIP_FRAMES = (16, 8)
 
 
 def _probes(
@@ -1677,7 +1677,7 @@ def _probes(
     """The input sizes to try after the first guess failed: the image's height and width the
     model gives itself when they differ (`image_size = (256, 192)`), or, for a model that
     takes a waveform, a second of it first; each of `PROBE_SIZES` for all of them at once;
-    then, for a video model, the usual clip (16 frames of 224 x 224)."""
+    then, for a video model, the usual clips (16 or 8 frames of 224 x 224)."""
     if own is not None and {"H", "W"} <= set(sizes):
         yield {"H": own[0], "W": own[1]}
     if audio and any(name[:1] in "LT" for name in sizes):
@@ -1686,7 +1686,8 @@ def _probes(
     for size in PROBE_SIZES:
         yield dict.fromkeys(sizes, size)
     if any(name.startswith("D") for name in sizes):
-        yield {n: _CLIP_FRAMES if n.startswith("D") else 224 for n in sizes}
+        for frames in _CLIP_FRAMES:
+            yield {n: frames if n.startswith("D") else 224 for n in sizes}
 
 
 #: One second of 16 kHz audio, the rate speech models are trained at.

@@ -5,7 +5,8 @@ torch's integer functions (FloorDiv, Mod, ...). They are compiled into vectorise
 integer code and searched over positive sizes up to `BOUND` (batch sizes up to
 `MAX_BATCH`): first equal sizes for all
 spatial dimensions (the usual square image), then one size at a time, then (for two sizes)
-the full grid, then random samples.
+the full grid, then a square side against one more size (a clip's frames), then random
+samples.
 """
 
 from __future__ import annotations
@@ -120,8 +121,11 @@ class Problem:
     ) -> None:
         self.names = names
         self.hints = hints
+        # In the order of their names (`H` before `W`), not of the ShapeEnv's numbering: the
+        # search must not depend on how many symbols earlier runs made.
         self.symbols = sorted(
-            set().union(*(_free(c) for c in conditions)) if conditions else set(), key=str
+            set().union(*(_free(c) for c in conditions)) if conditions else set(),
+            key=lambda s: (names.get(s, "~"), str(s)),
         )
         self.unknown = [s for s in self.symbols if s not in names]
         self.check = _conjunction([compile_expr(c) for c in conditions])
@@ -172,6 +176,9 @@ class Problem:
                     i, j = (int(x) for x in ok.nonzero()[0])
                     return {a: int(rows[i]), b: int(columns[j])}
             return None
+        clip = self._clip_solution()
+        if clip is not None:
+            return clip
         generator = torch.Generator().manual_seed(0)
         samples = {
             s: torch.randint(self._low(s), self._high(s) + 1, (200_000,), generator=generator)
@@ -181,6 +188,28 @@ class Problem:
         if ok.dim() and bool(ok.any()):
             i = int(ok.nonzero()[0][0])
             return {s: int(samples[s][i]) for s in self.symbols}
+        return None
+
+    def _clip_solution(self) -> dict[sympy.Symbol, int] | None:
+        """For square images or frames and one more size (a clip's frames, a sequence's
+        length): the grid of that size against the side, the batch at its hint."""
+        by_name = {self.names.get(s, ""): s for s in self.symbols}
+        height, width = by_name.get("H"), by_name.get("W")
+        rest = [s for s in self.symbols if s not in (height, width)]
+        rest = [s for s in rest if self.names.get(s, "")[:1] != "N"]
+        if height is None or width is None or len(rest) != 1:
+            return None
+        other = rest[0]
+        sides = self._domain(height)
+        for rows in self._domain(other).split(64):
+            grid_other = rows[:, None].expand(-1, len(sides))
+            grid_side = sides[None, :].expand(len(rows), -1)
+            ok = self._eval({other: grid_other, height: grid_side, width: grid_side})
+            if ok.dim() and bool(ok.any()):
+                i, j = (int(x) for x in ok.nonzero()[0])
+                found = {s: self.hints.get(s, 1) for s in self.symbols}
+                found.update({other: int(rows[i]), height: int(sides[j]), width: int(sides[j])})
+                return found
         return None
 
     def _low(self, symbol: sympy.Symbol) -> int:
