@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 from torch import fx, nn
+from torch.nn.parameter import is_lazy
 
-from torchlint.shapes.assumed_inputs import assumed_past
+from torchlint.shapes.assumed_inputs import assumed, assumed_past
 from torchlint.shapes.astutil import function_source, self_path
 from torchlint.shapes.delegated_forward import delegated_body
 from torchlint.shapes.einops_layers import is_einops_layer, pattern_dims, pattern_input
@@ -584,6 +585,9 @@ def infer_from_source(
                 if shape is not None
             ] or None
         if target is None:
+            normed = _normalized_by_own_weight(node, names, model)
+            if normed is not None:
+                return normed
             continue
         where = _argument_slot(node, names, past_layers)
         if where is None:
@@ -1050,6 +1054,30 @@ _FUNCTIONALS: tuple[tuple[type, str], ...] = (
     (nn.Conv2d, "conv2d"),
     (nn.Conv3d, "conv3d"),
 )
+
+
+def _normalized_by_own_weight(
+    node: ast.Call, names: dict[str, list[Any]], model: nn.Module
+) -> list[InputPlan] | None:
+    """`F.layer_norm(x, x.shape[-1:], self.gamma, self.beta)` on the input as it came, in a
+    layer of its own: the weight's size is the input's last, taken (assumed) as a sequence
+    of vectors `[N, L, d]`, as for a layer that scales its input (`scaled_inputs`)."""
+    name = _dotted_name(node.func)
+    if not name.startswith(("F.", "torch.nn.functional.", "nn.functional.")):
+        return None
+    if name.rsplit(".", 1)[-1] not in ("layer_norm", "rms_norm") or not node.args:
+        return None
+    first = node.args[0]
+    if not (isinstance(first, ast.Name) and names.get(first.id) == []):
+        return None
+    given = {k.arg: k.value for k in node.keywords}
+    weight = node.args[2] if len(node.args) > 2 else given.get("weight")
+    path = self_path(weight) if weight is not None else None
+    value = getattr(model, path, None) if path and "." not in path else None
+    if not isinstance(value, torch.Tensor) or value.dim() != 1 or is_lazy(value):
+        return None
+    spec = TensorSpec([Dim.free("N"), Dim.free("L"), Dim.fixed(int(value.shape[0]))])
+    return assumed([InputPlan([spec])], f"a sequence of vectors normalized by self.{path}")
 
 
 def _own_functional(func: ast.AST, model: nn.Module) -> bool:
