@@ -26,6 +26,8 @@ MIN_SPATIAL = 4
 #: Batch sizes searched: a condition that only a batch of thousands meets is none a user
 #: has, and the batch's range is a factor of every search with another size.
 MAX_BATCH = 256
+#: A clip's frames searched against its side.
+MAX_FRAMES = 128
 
 Values = dict["sympy.Symbol", torch.Tensor]
 Compiled = Callable[[Values], torch.Tensor]
@@ -191,8 +193,8 @@ class Problem:
         return None
 
     def _clip_solution(self) -> dict[sympy.Symbol, int] | None:
-        """For square images or frames and one more size (a clip's frames, a sequence's
-        length): the grid of that size against the side, the batch at its hint."""
+        """For a clip's square frames: its number of frames (up to `MAX_FRAMES`) against the
+        side, the batch at its hint."""
         by_name = {self.names.get(s, ""): s for s in self.symbols}
         height, width = by_name.get("H"), by_name.get("W")
         rest = [s for s in self.symbols if s not in (height, width)]
@@ -200,8 +202,10 @@ class Problem:
         if height is None or width is None or len(rest) != 1:
             return None
         other = rest[0]
+        if self.names.get(other, "")[:1] != "D":
+            return None
         sides = self._domain(height)
-        for rows in self._domain(other).split(64):
+        for rows in torch.arange(1, MAX_FRAMES + 1, dtype=torch.int64).split(32):
             grid_other = rows[:, None].expand(-1, len(sides))
             grid_side = sides[None, :].expand(len(rows), -1)
             ok = self._eval({other: grid_other, height: grid_side, width: grid_side})
