@@ -14,6 +14,7 @@ where names are silent.
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,11 +92,23 @@ class Uses:
 
     def needs(self, name: str, length: int) -> None:
         self.add(name, "stages")
-        self.lengths[name] = max(self.lengths.get(name, 0), length)
+        if length > 0:
+            self.lengths[name] = max(self.lengths.get(name, 0), length)
 
 
 def class_uses(cls: type) -> Uses | None:
-    """The uses in `cls.__init__`'s source, or None when it cannot be read."""
+    """The uses in `cls.__init__`'s source, or None when it cannot be read. A parameter
+    handed on to a class of the same module (`Transformer(dim, depth, tokens_per_depth)`)
+    also takes the sequence uses that class's constructor makes of it (`len(...)`)."""
+    node = _init_node(cls)
+    if node is None:
+        return None
+    uses = init_uses(node)
+    _handed_on(node, cls, uses)
+    return uses
+
+
+def _init_node(cls: type) -> ast.FunctionDef | None:
     init = cls.__dict__.get("__init__")
     if init is None:
         return None
@@ -104,12 +117,37 @@ def class_uses(cls: type) -> Uses | None:
         tree = ast.parse(source) if source is not None else None
     except (SyntaxError, ValueError):
         return None
-    if tree is None:
-        return None
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, ast.FunctionDef):
-        return None
-    return init_uses(node)
+    node = tree.body[0] if tree is not None and tree.body else None
+    return node if isinstance(node, ast.FunctionDef) else None
+
+
+def _handed_on(init: ast.FunctionDef, cls: type, uses: Uses) -> None:
+    """Add the sequence uses of the parameters `init` hands to another class of its module."""
+    names = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+    namespace = vars(sys.modules.get(cls.__module__) or object())
+    for call in ast.walk(init):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            continue
+        callee = namespace.get(call.func.id)
+        if not isinstance(callee, type) or callee is cls or callee.__module__ != cls.__module__:
+            continue
+        inner = _init_node(callee)
+        if inner is None:
+            continue
+        params = [a.arg for a in (*inner.args.posonlyargs, *inner.args.args)][1:]
+        given = list(zip(params, call.args, strict=False))
+        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        handed = {
+            param: value.id
+            for param, value in given
+            if isinstance(value, ast.Name) and value.id in names
+        }
+        if not handed:
+            continue
+        theirs = init_uses(inner)
+        for param, name in handed.items():
+            if "stages" in theirs.of(param):
+                uses.needs(name, theirs.lengths.get(param, 0))
 
 
 def init_uses(init: ast.FunctionDef) -> Uses:
