@@ -14,6 +14,7 @@ where names are silent.
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +84,11 @@ class Uses:
     open_choices: set[str] = field(default_factory=set)
     #: How many items a sequence parameter needs at least (`channels[10]`, `len(dims) == 3`).
     lengths: dict[str, int] = field(default_factory=dict)
+    #: A dictionary parameter read by key (`cfg["emb_dim"]`): the uses of its keys, each
+    #: read as if it were a parameter of that name.
+    records: dict[str, Uses] = field(default_factory=dict)
+    #: For the uses of a dictionary's keys (`record_uses`): the keys, in the order read.
+    keys: list[str] = field(default_factory=list)
 
     def of(self, name: str) -> set[str]:
         return self.kinds.get(name, set())
@@ -105,7 +111,54 @@ def class_uses(cls: type) -> Uses | None:
         return None
     uses = init_uses(node)
     _handed_on(node, cls, uses)
+    for name, kinds in uses.kinds.items():
+        if "record" in kinds:
+            uses.records[name] = _merged(record_uses(node, name), _handed_records(node, cls, name))
     return uses
+
+
+def _handed_records(init: ast.FunctionDef, cls: type, name: str, depth: int = 0) -> list[Uses]:
+    """The key uses of the classes of `cls`'s module that `init` hands dictionary `name` to
+    whole (`TransformerBlock(cfg)`), and of those they hand it to, a few levels deep."""
+    if depth >= _RECORD_DEPTH:
+        return []
+    found = []
+    namespace = vars(sys.modules.get(cls.__module__) or object())
+    for call in ast.walk(init):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            continue
+        callee = namespace.get(call.func.id)
+        if not isinstance(callee, type) or callee is cls or callee.__module__ != cls.__module__:
+            continue
+        inner = _init_node(callee)
+        if inner is None:
+            continue
+        params = [a.arg for a in (*inner.args.posonlyargs, *inner.args.args)][1:]
+        given = list(zip(params, call.args, strict=False))
+        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        for param, value in given:
+            if isinstance(value, ast.Name) and value.id == name:
+                found.append(record_uses(inner, param))
+                found += _handed_records(inner, callee, param, depth + 1)
+    return found
+
+
+#: How deep a dictionary handed on (model -> block -> layer) is followed for its keys.
+_RECORD_DEPTH = 3
+
+
+def _merged(first: Uses, others: list[Uses]) -> Uses:
+    """`first` with the kinds, lengths and keys of `others` added."""
+    keys = list(first.keys)
+    for other in others:
+        for key, kinds in other.kinds.items():
+            for kind in kinds:
+                first.add(key, kind)
+        for key, length in other.lengths.items():
+            first.lengths[key] = max(first.lengths.get(key, 0), length)
+        keys += [k for k in other.keys if k not in keys]
+    first.keys = keys
+    return first
 
 
 def _init_node(cls: type) -> ast.FunctionDef | None:
@@ -328,6 +381,8 @@ def _subscript(node: ast.Subscript, names: set[str], uses: Uses) -> None:
         index = node.slice
         if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
             uses.needs(node.value.id, index.value + 1)  # `channels[10]`
+        elif isinstance(index, ast.Constant) and isinstance(index.value, str):
+            uses.add(node.value.id, "record")  # `cfg["emb_dim"]`
         elif isinstance(index, (ast.Slice, ast.Name, ast.UnaryOp, ast.BinOp)):
             uses.add(node.value.id, "stages")  # `dims[:-1]`, `depths[i]`
     if isinstance(node.slice, ast.Name) and node.slice.id in names:
@@ -340,6 +395,37 @@ def _subscript(node: ast.Subscript, names: set[str], uses: Uses) -> None:
                 if isinstance(k, ast.Constant) and isinstance(k.value, str)
                 if k.value not in found
             ]
+
+
+def record_uses(init: ast.FunctionDef, name: str) -> Uses:
+    """The uses of the keys of parameter `name` read as `name["key"]` in `init`, as if each
+    key were a parameter (`nn.Linear(cfg["emb_dim"], ...)`: `emb_dim` is a size)."""
+    keys: list[str] = []
+
+    class _Keys(ast.NodeTransformer):
+        def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+            self.generic_visit(node)
+            index = node.slice
+            if (
+                isinstance(node.value, ast.Name)
+                and node.value.id == name
+                and isinstance(index, ast.Constant)
+                and isinstance(index.value, str)
+                and index.value.isidentifier()
+            ):
+                if index.value not in keys:
+                    keys.append(index.value)
+                return ast.copy_location(ast.Name(id=index.value, ctx=node.ctx), node)
+            return node
+
+    rewritten = _Keys().visit(copy.deepcopy(init))
+    arguments = [ast.arg(arg="self"), *(ast.arg(arg=key) for key in keys)]
+    rewritten.args = ast.arguments(
+        posonlyargs=[], args=arguments, kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    found = init_uses(rewritten)
+    found.keys = keys
+    return found
 
 
 def _assign(node: ast.Assign | ast.AnnAssign, names: set[str], uses: Uses) -> None:

@@ -201,6 +201,15 @@ def guesses_for(
     branches: dict[str, list[Any]] = {}
     sized = 0
     for param in required:
+        record = uses.records.get(param.name)
+        if record is not None and record.keys and param.annotation is param.empty:
+            # `cfg["emb_dim"]`: a dictionary of the keys read, each guessed by its uses.
+            keyed = _record_runs(record)
+            if keyed is None:
+                return None
+            for run, values in zip(runs, keyed, strict=True):
+                run[param.name] = values
+            continue
         kind = _kind(param, uses) or _helper_object(param, namespace or {})
         if kind is None:
             return None
@@ -277,6 +286,16 @@ def scaled(variant: Variant, factor: int) -> Variant:
         for i, run in enumerate(variant.runs)
     ]
     return Variant(variant.fixed, runs)
+
+
+def _record_runs(record: Uses) -> list[dict[str, Any]] | None:
+    """Per run, a dictionary of the keys a constructor reads off a parameter, each guessed
+    as a parameter of that name would be (`emb_dim` a size, `n_heads` a head count)."""
+    keys = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY) for k in record.keys]
+    variants = guesses_for(keys, record)
+    if not variants:
+        return None
+    return [dict(run) for run in variants[0].runs]
 
 
 def _stages(uses: Uses) -> int:

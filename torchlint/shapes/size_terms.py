@@ -31,6 +31,9 @@ def variables(runs: list[dict[str, Any]]) -> dict[str, tuple[int, ...]]:
         if isinstance(value, argparse.Namespace):  # the script's options (`config.d_out`)
             fields = [{f"{name}.{k}": v for k, v in vars(run[name]).items()} for run in runs]
             found.update(variables(fields))
+        elif isinstance(value, dict):  # a configuration read by key (`cfg["emb_dim"]`)
+            keyed = [{f'{name}["{k}"]': v for k, v in run[name].items()} for run in runs]
+            found.update(variables(keyed))
         elif _integer(value):
             found[name] = tuple(run[name] for run in runs)
         elif isinstance(value, tuple) and all(_integer(v) for v in value):
@@ -78,16 +81,18 @@ def never_equal(message: str, known: dict[str, tuple[int, ...]]) -> bool:
     return True
 
 
+#: `dims[1]`: an item of a per-stage argument; `cfg["emb_dim"]`: a key of a configuration.
+_ITEM = r'\[\d+\]|\["\w+"\]'
+_SIZE = rf"(?:[^\[\]\s;,]|{_ITEM})+"
 #: The two sizes a layer-size message compares (what the layer expects, what it gets).
-_SIZE = r"(?:[^\[\]\s;,]|\[\d+\])+"  # `dims[1]`: an item of a per-stage argument
 _GOT = rf", but (?:it receives|the input has|\S+ produces|gets) \[?(?P<y>{_SIZE}(?:, {_SIZE})*)"
 _COMPARED = (
     re.compile(r"expects (?P<x>\S+) (?:input features|input channels|channels)" + _GOT),
     re.compile(r"expects (?P<x>\S+) channels in \S+ groups" + _GOT),
-    re.compile(r"of size \[(?P<x>(?:[^\[\]]|\[\d+\])+)\]" + _GOT),
+    re.compile(rf"of size \[(?P<x>(?:[^\[\]]|{_ITEM})+)\]" + _GOT),
 )
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\[\d+\])?")
-_TERM = re.compile(r"[\w\[\]\s+\-*/()]+")
+_IDENTIFIER = re.compile(rf"[A-Za-z_]\w*(?:{_ITEM})?")
+_TERM = re.compile(r'[\w\[\]\s+\-*/()"]+')
 #: Values tried for the arguments a comparison involves, by how many there are.
 _SEARCH = {1: 4096, 2: 256, 3: 40}
 
@@ -137,7 +142,10 @@ def with_correction(message: str) -> str:
         return message
     arguments = layer["args"].split(", ")
     position = 1 if layer["kind"] == "GroupNorm" else 0
-    if len(arguments) <= position or arguments[position] != compared["x"].strip("[]"):
+    expected = compared["x"]
+    if expected.startswith("[") and expected.endswith("]"):
+        expected = expected[1:-1]  # a norm's shape, `[dim]`; not `dims[1]`
+    if len(arguments) <= position or arguments[position] != expected:
         return message
     arguments[position] = compared["y"]
     return f"{message}; write nn.{layer['kind']}({', '.join(arguments)})"
