@@ -292,10 +292,30 @@ def _record_runs(record: Uses) -> list[dict[str, Any]] | None:
     """Per run, a dictionary of the keys a constructor reads off a parameter, each guessed
     as a parameter of that name would be (`emb_dim` a size, `n_heads` a head count)."""
     keys = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY) for k in record.keys]
-    variants = guesses_for(keys, record)
+    # A key no use sizes: a length or base by its name (`context_length` handed to a
+    # helper) is a size, a dtype float32, another (`rope_freq`, an optional table) None,
+    # which the run tells about if the code needs more.
+    for key in keys:
+        if _kind(key, record) is None and _NUMBER_KEY.search(key.name):
+            record.add(key.name, "size")
+    unsized = {k.name: _unsized_key(k.name) for k in keys if _kind(k, record) is None}
+    sized = [k for k in keys if k.name not in unsized]
+    variants = guesses_for(sized, record) if sized else None
     if not variants:
         return None
-    return [dict(run) for run in variants[0].runs]
+    return [{**unsized, **run} for run in variants[0].runs]
+
+
+#: Configuration keys that hold a number by their name.
+_NUMBER_KEY = re.compile(r"length|size|dim|base|theta|window|(^|_)(num|n)_", re.I)
+
+
+def _unsized_key(name: str) -> Any:
+    if re.search(r"(^|_)dtype$", name):
+        import torch
+
+        return torch.float32
+    return None
 
 
 def _stages(uses: Uses) -> int:
