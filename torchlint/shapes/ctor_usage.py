@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import copy
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,23 +124,10 @@ def _handed_records(init: ast.FunctionDef, cls: type, name: str, depth: int = 0)
     if depth >= _RECORD_DEPTH:
         return []
     found = []
-    namespace = vars(sys.modules.get(cls.__module__) or object())
-    for call in ast.walk(init):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
-            continue
-        callee = namespace.get(call.func.id)
-        if not isinstance(callee, type) or callee is cls or callee.__module__ != cls.__module__:
-            continue
-        inner = _init_node(callee)
-        if inner is None:
-            continue
-        params = [a.arg for a in (*inner.args.posonlyargs, *inner.args.args)][1:]
-        given = list(zip(params, call.args, strict=False))
-        given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
-        for param, value in given:
-            if isinstance(value, ast.Name) and value.id == name:
-                found.append(record_uses(inner, param))
-                found += _handed_records(inner, callee, param, depth + 1)
+    for callee, inner, param, value in _handed(init, cls):
+        if value == name:
+            found.append(record_uses(inner, param))
+            found += _handed_records(inner, callee, param, depth + 1)
     return found
 
 
@@ -176,8 +164,19 @@ def _init_node(cls: type) -> ast.FunctionDef | None:
 
 def _handed_on(init: ast.FunctionDef, cls: type, uses: Uses) -> None:
     """Add the sequence uses of the parameters `init` hands to another class of its module."""
-    names = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
-    namespace = vars(sys.modules.get(cls.__module__) or object())
+    args = init.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)[1:]}
+    for _, inner, param, value in _handed(init, cls):
+        if value in names:
+            theirs = init_uses(inner)
+            if "stages" in theirs.of(param):
+                uses.needs(value, theirs.lengths.get(param, 0))
+
+
+def _handed(init: ast.FunctionDef, cls: type) -> Iterator[tuple[type, ast.FunctionDef, str, str]]:
+    """(class, its `__init__`, its parameter, the name `init` gives it) for each name that
+    `init` hands to another class of `cls`'s module (`Transformer(dim, depth)`)."""
+    namespace = getattr(sys.modules.get(cls.__module__), "__dict__", {})
     for call in ast.walk(init):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
             continue
@@ -190,17 +189,9 @@ def _handed_on(init: ast.FunctionDef, cls: type, uses: Uses) -> None:
         params = [a.arg for a in (*inner.args.posonlyargs, *inner.args.args)][1:]
         given = list(zip(params, call.args, strict=False))
         given += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
-        handed = {
-            param: value.id
-            for param, value in given
-            if isinstance(value, ast.Name) and value.id in names
-        }
-        if not handed:
-            continue
-        theirs = init_uses(inner)
-        for param, name in handed.items():
-            if "stages" in theirs.of(param):
-                uses.needs(name, theirs.lengths.get(param, 0))
+        for param, value in given:
+            if isinstance(value, ast.Name):
+                yield callee, inner, param, value.id
 
 
 def init_uses(init: ast.FunctionDef) -> Uses:
