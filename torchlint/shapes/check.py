@@ -1254,9 +1254,10 @@ class FileChecker:
     def _conflicting(
         self, model: nn.Module, plan: InputPlan, hints: dict[str, int], solved: list[_Solved]
     ) -> tuple[Failure, str] | None:
-        """The failure at `hints` and its code when the search is back at a failure it solved
-        for and no sizes fix all the failures it met at once (a run with concrete sizes tells
-        where, at a tenth of a symbolic run's cost); else None."""
+        """When no sizes fix at once all the failures the search solved for, and a run at
+        `hints` (or at the sizes a layer failed at) fails at one of them again: that failure
+        and its code, found by a run with concrete sizes (a tenth of a symbolic run's cost);
+        else None. `hints` are set to the sizes of the failure returned."""
         if len(solved) < 2:
             return None
         names = {_size_symbol(name): name for name in hints}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -149,7 +150,10 @@ def _merged(first: Uses, others: list[Uses]) -> Uses:
     return first
 
 
+@functools.lru_cache(maxsize=256)
 def _init_node(cls: type) -> ast.FunctionDef | None:
+    """`cls.__init__` parsed (once: the classes it hands names to are read for each caller);
+    read only, never changed."""
     init = cls.__dict__.get("__init__")
     if init is None:
         return None
