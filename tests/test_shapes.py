@@ -179,6 +179,17 @@ def test_guessed_sizes_are_named_by_the_arguments(single_results: dict[str, list
     assert by_line[77].endswith("(for every value of Pooler's dim, when mode='concat')")
 
 
+def test_a_model_built_from_default_configuration_says_so(single_results: dict[str, list]) -> None:
+    # A checkpoint's configuration may differ from the defaults that fail.
+    by_line = {
+        d.line: d.message
+        for items in single_results.values()
+        for d in items
+        if Path(d.path).name == "config_blocks.py"
+    }
+    assert by_line[27].endswith("(with the defaults of TinyConfig)")
+
+
 def test_no_code_of_the_user_script_runs(
     safety_script: tuple[Path, Path], single_results: dict[str, list]
 ) -> None:

@@ -184,6 +184,8 @@ class _BuildRequest:
     args: list[Any]
     kwargs: dict[str, Any]
     call: str | None = None
+    #: The configuration class whose defaults built it, named in its findings.
+    configured: str | None = None
 
     def at_full_depth(self) -> _BuildRequest | None:
         """The same build with all the layers a configuration cut to a couple has."""
@@ -295,7 +297,7 @@ class FileChecker:
                 deferred.append((name, line, _UNBUILT))
                 continue
             try:
-                args, kwargs, _ = constructor_arguments(cls, ctor, self.project.load)
+                args, kwargs, source = constructor_arguments(cls, ctor, self.project.load)
             except NeedsArguments as exc:
                 built = self._from_builders(module, cls, spec.get("builders", []))
                 if isinstance(built, str):
@@ -309,9 +311,9 @@ class FileChecker:
                 else:  # `resnet50()` hands `Bottleneck` to `ResNet`: checked inside it
                     self._check_user(model, how, path, line, job)
                 continue
-            self._build_and_check(
-                _BuildRequest(cls, name, (path, line), spec, declared, args, kwargs)
-            )
+            configured = _config_name(kwargs) if source == "default config" else None
+            request = _BuildRequest(cls, name, (path, line), spec, declared, args, kwargs)
+            self._build_and_check(dataclasses.replace(request, configured=configured))
         for name in job.get("module_level", []):
             value = getattr(module, name, None)
             if inspect.isfunction(value):  # a factory: `def net(): return nn.Sequential(...)`
@@ -424,7 +426,9 @@ class FileChecker:
         if source != "default config":
             return
         self.configured.add(cls)
-        request = _BuildRequest(cls, name, where, spec, {}, args, kwargs, f"{name}(config)")
+        request = _BuildRequest(
+            cls, name, where, spec, {}, args, kwargs, f"{name}(config)", _config_name(kwargs)
+        )
         self._build_and_check(request)
 
     def _build_and_check(self, request: _BuildRequest) -> None:
@@ -468,10 +472,15 @@ class FileChecker:
             self._skip(*request.where, name, why)
             return False
         self._config = _config_in(kwargs)
+        start = len(self.findings)
         try:
             self.check_model(model, name, request.where, request.spec, request.declared)
         finally:
             self._config = None
+        if request.configured:  # a checkpoint's configuration may not fail so
+            for finding in self.findings[start:]:
+                if finding["code"] != "TL690" and "message" in finding:
+                    finding["message"] += f" (with the defaults of {request.configured})"
         return True
 
     def _check_alone(
@@ -2164,6 +2173,11 @@ def _config_in(kwargs: dict[str, Any]) -> Any:
         if any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in type(value).__mro__):
             return value
     return None
+
+
+def _config_name(kwargs: dict[str, Any]) -> str | None:
+    config = _config_in(kwargs)
+    return type(config).__name__ if config is not None else None
 
 
 def _with_forward_owners(classes: Iterable[type]) -> set[type]:

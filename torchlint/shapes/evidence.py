@@ -34,6 +34,7 @@ from torchlint.shapes.astutil import (
 from torchlint.shapes.call_values import SAME_MODEL, LocalValues, changed_names, encoded
 from torchlint.shapes.class_owners import ClassOwners
 from torchlint.shapes.discover import FileInfo
+from torchlint.shapes.image_data import DATASETS, image_evidence
 from torchlint.shapes.script_values import parsed_options
 
 Evidence = dict[str, Any]
@@ -69,21 +70,6 @@ _TEXT_DATASETS = re.compile(
 )
 _COMMENT = re.compile(r"#(?P<text>.*)$")
 
-#: (channels, height, width) of torchvision datasets, by class name.
-DATASETS: dict[str, tuple[int, int | None, int | None]] = {
-    "MNIST": (1, 28, 28),
-    "FashionMNIST": (1, 28, 28),
-    "KMNIST": (1, 28, 28),
-    "EMNIST": (1, 28, 28),
-    "QMNIST": (1, 28, 28),
-    "CIFAR10": (3, 32, 32),
-    "CIFAR100": (3, 32, 32),
-    "SVHN": (3, 32, 32),
-    "STL10": (3, 96, 96),
-    "ImageFolder": (3, None, None),
-    "ImageNet": (3, None, None),
-}
-_RESIZES = ("Resize", "CenterCrop", "RandomResizedCrop", "RandomCrop", "FiveCrop")
 _TENSOR_FACTORIES = ("randn", "rand", "zeros", "ones", "empty")
 #: Wrappers whose call runs the wrapped model on the same inputs (`DDP(model, ...)(x)`).
 _WRAPPERS = ("DistributedDataParallel", "DDP", "DataParallel", "FSDP", "compile")
@@ -256,6 +242,14 @@ def _scan_file(
         names = bound if model[0] == abspath else frozenset()
         return _ctor_args(call, path, names, options, local)
 
+    # A block built in another model class's methods is not fed the file's data.
+    in_models = {
+        id(inner)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and node.name in owners
+        for inner in ast.walk(node)
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
     for scope in _scopes(tree):
         if scope is not tree and not _lines_name(scope, naming):
             continue  # nothing in it builds, calls or refers to a model class
@@ -298,7 +292,8 @@ def _scan_file(
                 if info is not None:
                     key = (info.abspath, name)
                     used_here.add(key)
-                    called_here.add(key)
+                    if id(scope) not in in_models:
+                        called_here.add(key)
                     entry = result[key]
                     entry["instantiated"] = True
                     if entry["ctor"] is None:
@@ -365,7 +360,7 @@ def _scan_file(
                     result[(used.abspath, inner.id)]["sub_block"] = True
     # A data set is named in the text wherever it is used (`datasets.MNIST`, an import).
     named = used_here and any(name in source for name in DATASETS)
-    image = _image_evidence(tree, aliases, path) if named else None
+    image = image_evidence(tree, aliases, path, options, owners) if named else None
     if image is not None:
         for key in used_here:
             # A model built in this file is used with the data: its channels count even
@@ -833,43 +828,6 @@ def _summary_call(
         "shapes": [dims],
         "dtypes": ["float"],
         "label": f"{qual.split('.')[0]} input_size={tuple(shape)}",
-    }
-
-
-def _image_evidence(tree: ast.Module, aliases: dict[str, str], path: str) -> Evidence | None:
-    """A torchvision dataset (and the last resize/crop) used in the file."""
-    dataset: tuple[str, tuple[int, int | None, int | None], int] | None = None
-    size: tuple[int, int, bool, int] | None = None  # (h, w, exact, line)
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        qual = qualify(node.func, aliases) or ""
-        last = qual.rsplit(".", 1)[-1]
-        if last in DATASETS and ("datasets" in qual or qual.startswith("torchvision")):
-            if dataset is None or node.lineno < dataset[2]:
-                dataset = (last, DATASETS[last], node.lineno)
-        elif last in _RESIZES and "transforms" in qual and node.args:
-            hw = int_tuple(node.args[0])
-            if hw and len(hw) in (1, 2) and (size is None or node.lineno >= size[2]):
-                exact = len(hw) == 2 or last != "Resize"
-                size = (hw[0], hw[-1], exact, node.lineno)
-    if dataset is None:
-        return None
-    name, (channels, height, width), line = dataset
-    label = name
-    if size is not None:
-        h, w, exact = size[0], size[1], size[2]
-        if not exact and name in ("ImageFolder", "ImageNet"):
-            return None  # Resize(256) on arbitrary images: only the short side is known
-        height, width = h, w
-        label = f"{name} resized to {h}x{w}"
-    if height is None or width is None:
-        return None
-    return {
-        "kind": "image",
-        "shape": [channels, height, width],
-        "where": f"{path}:{line}",
-        "label": label,
     }
 
 
