@@ -91,7 +91,7 @@ from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.meta_run import MetaRuns
 from torchlint.shapes.mixins import forward_mixin
-from torchlint.shapes.open_inputs import TRIED_SHAPES, open_input_plans
+from torchlint.shapes.open_inputs import TRIED_SHAPES, first_open_plans, open_input_plans
 from torchlint.shapes.propagate import (
     Failure,
     Session,
@@ -845,12 +845,13 @@ class FileChecker:
         definite = [
             (p, r) for p, r in results if r.code is not None and (not r.rank_error or p.evidenced)
         ]
-        if not definite:
-            passing = [(p, r) for p, r in results if r.ok]
-            if passing:
-                self._note_stop(model, passing[0][1], label, where)
-                self._constraints(passing[0][1], passing[0][0], label, where, prefix, model)
-                return
+        passing = [(p, r) for p, r in results if r.ok]
+        if passing and all(is_assumed(p) for p, _ in definite):
+            definite = []  # a guessed input's failure is no news when another guess runs
+        if not definite and passing:
+            self._note_stop(model, passing[0][1], label, where)
+            self._constraints(passing[0][1], passing[0][0], label, where, prefix, model)
+            return
         if definite and all(_same_site(r, definite[0][1]) for _, r in definite):
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
@@ -994,11 +995,15 @@ class FileChecker:
                     self._open_input = names[index]
             if described:
                 found = _with_described(found or [], described[0])
+            if not found and index == 0 and (found := first_open_plans(model, names)):
+                self._open_input = names[0]  # kept if a later input's shape is found
             if not found:
                 self._unknown_input = names[index] if index < len(names) else None
                 per_input = []
                 break
             per_input.append(found)
+        if per_input and is_assumed(per_input[0][0]) and not _told(per_input[1:]):
+            self._unknown_input, per_input = names[0], []  # every input a guess
         inferred = combine(per_input) if per_input else []
         for evidence in spec.get("evidence", []):
             if evidence["kind"] == "tensor":
@@ -2173,6 +2178,11 @@ def _config_in(kwargs: dict[str, Any]) -> Any:
         if any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in type(value).__mro__):
             return value
     return None
+
+
+def _told(per_input: list[list[InputPlan]]) -> bool:
+    """Whether some input's shape was found (not every plan of it assumed)."""
+    return any(not all(is_assumed(plan) for plan in plans) for plans in per_input)
 
 
 def _config_name(kwargs: dict[str, Any]) -> str | None:

@@ -165,7 +165,9 @@ def module_templates(
         return [[N, fixed(module.in_channels), D, H, W]], torch.float32
     if isinstance(module, nn.Unfold):  # patches cut from an image: channels as found
         return [[N, Dim("C", 3), H, W]], torch.float32
-    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
+    if isinstance(module, nn.Embedding):  # tokens, or one class label per sample
+        return [[N, L], [N]], torch.long
+    if isinstance(module, nn.EmbeddingBag):
         return [[N, L]], torch.long
     if isinstance(module, nn.RNNCellBase):
         return [[N, fixed(module.input_size)]], torch.float32

@@ -45,10 +45,26 @@ def open_input_plans(model: nn.Module, names: list[str], index: int) -> list[Inp
     alike = InputPlan(
         [TensorSpec([], like_first=True)], ASSUMED, f"the input [like `{names[0]}`] assumed {why}"
     )
-    tried = [
-        InputPlan([TensorSpec([Dim.free(n) for n in letters], torch.float32)]) for letters in _TRIED
+    return [alike, *assumed(_tried(), why)]
+
+
+def first_open_plans(model: nn.Module, names: list[str]) -> list[InputPlan] | None:
+    """Assumed plans for the first input when nothing tells its shape but a later input's
+    layers may (`torch.mul(self.label_emb(labels), noise)`: the labels' embedding gives the
+    noise's width, which the size search solves for). The caller keeps them only when some
+    later input's shape is found, not assumed."""
+    if len(names) < 2 or not _may_be_tensor(model, names[0]):
+        return None
+    why = f"for `{names[0]}`, whose shape forward does not tell"
+    # Sizes of its own beside the batch: not tied to a later input's `L`.
+    return assumed(_tried({"L": "F", "C": "G"}), why)
+
+
+def _tried(renamed: dict[str, str] | None = None) -> list[InputPlan]:
+    letters = [[(renamed or {}).get(n, n) for n in shape] for shape in _TRIED]
+    return [
+        InputPlan([TensorSpec([Dim.free(n) for n in shape], torch.float32)]) for shape in letters
     ]
-    return [alike, *assumed(tried, why)]
 
 
 def _may_be_tensor(model: nn.Module, name: str) -> bool:
