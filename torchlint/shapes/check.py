@@ -944,6 +944,7 @@ class FileChecker:
             return [plan] if plan else []
         per_input: list[list[InputPlan]] = []
         names = forward_inputs(model) or []
+        opened = None  # the first input, when only guesses of its shape are tried
         for index in range(count):
             listed = index < len(names) and tensor_list_input(model, names[index])
             if listed:
@@ -996,14 +997,14 @@ class FileChecker:
             if described:
                 found = _with_described(found or [], described[0])
             if not found and index == 0 and (found := first_open_plans(model, names)):
-                self._open_input = names[0]  # kept if a later input's shape is found
+                self._open_input = opened = names[0]  # kept if a later input's is found
             if not found:
                 self._unknown_input = names[index] if index < len(names) else None
                 per_input = []
                 break
             per_input.append(found)
-        if per_input and is_assumed(per_input[0][0]) and not _told(per_input[1:]):
-            self._unknown_input, per_input = names[0], []  # every input a guess
+        if opened and per_input and not _told(per_input[1:]):
+            self._unknown_input, per_input = opened, []  # every input a guess
         inferred = combine(per_input) if per_input else []
         for evidence in spec.get("evidence", []):
             if evidence["kind"] == "tensor":

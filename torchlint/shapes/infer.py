@@ -165,9 +165,7 @@ def module_templates(
         return [[N, fixed(module.in_channels), D, H, W]], torch.float32
     if isinstance(module, nn.Unfold):  # patches cut from an image: channels as found
         return [[N, Dim("C", 3), H, W]], torch.float32
-    if isinstance(module, nn.Embedding):  # tokens, or one class label per sample
-        return [[N, L], [N]], torch.long
-    if isinstance(module, nn.EmbeddingBag):
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)):
         return [[N, L]], torch.long
     if isinstance(module, nn.RNNCellBase):
         return [[N, fixed(module.input_size)]], torch.float32
@@ -1117,12 +1115,15 @@ _HIDDEN_FIELDS = ("hidden_size", "d_model", "n_embd", "dim", "embed_dim")
 
 
 #: Forward parameters that take one value per sample, whatever the layers they meet: a
-#: diffusion step (`timestep` -> [N] floats), a class label (`class_labels` -> [N] ids).
+#: diffusion step (`timestep` -> [N] floats), a class label (`class_labels` -> [N] ids, as
+#: the labels a conditional GAN's generator takes beside its noise).
 _PER_SAMPLE_NAMES = {
     "timestep": torch.float32,
     "timesteps": torch.float32,
     "guidance": torch.float32,
     "class_labels": torch.long,
+    "labels": torch.long,
+    "label": torch.long,
 }
 
 
