@@ -91,7 +91,12 @@ from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.meta_run import MetaRuns
 from torchlint.shapes.mixins import forward_mixin
-from torchlint.shapes.open_inputs import TRIED_SHAPES, first_open_plans, open_input_plans
+from torchlint.shapes.open_inputs import (
+    TRIED_FIRST,
+    TRIED_SHAPES,
+    first_open_plans,
+    open_input_plans,
+)
 from torchlint.shapes.propagate import (
     Failure,
     Session,
@@ -776,7 +781,8 @@ class FileChecker:
             del self.findings[start:]
             tried = failed[-1]["message"].split(" skipped: ", 1)[-1] if failed else ""
             tried = tried.split(" (for the input [")[0]
-            guesses = f"tried as {TRIED_SHAPES}: {tried}" if tried else f"tried as {TRIED_SHAPES}"
+            shapes = TRIED_FIRST if self._open_input == inputs[0] else TRIED_SHAPES
+            guesses = f"tried as {shapes}: {tried}" if tried else f"tried as {shapes}"
             self._skip(path, line, label, f"{_unknown(self._open_input)} ({guesses})")
             if not prefix:
                 self.findings[-1]["unless_covered"] = f"{path}::{type(model).__name__}"

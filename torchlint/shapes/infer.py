@@ -333,6 +333,12 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
             shape.insert(int(args[0]) % (rank + 1), Dim.free(taken))
         elif name == "broadcast":  # `x * mask`: taken to keep x's shape (assumed)
             continue
+        elif name == "share":  # joined with other inputs: an equal part of the size (assumed)
+            dim, parts = int(args[0]) % rank, int(args[1])
+            size = shape[dim]
+            if size.name is not None or size.hint % parts:
+                return None
+            shape[dim] = Dim.fixed(size.hint // parts)
         elif name in ("split", "chunk", "unbind"):
             undone = undo(shape, name, args)
             if undone is None:
@@ -374,6 +380,8 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                     shape = _invert(template, steps)
                     if shape is not None:
                         plans.append(InputPlan([TensorSpec(shape, dtype)]))
+                if any(step == "share" for step, _ in steps):
+                    plans = assumed(plans, "to be an equal part of the inputs joined by `cat`")
                 return plans or None
             if is_einops_layer(module):
                 dims = pattern_input(module) if not steps else None
@@ -418,6 +426,12 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                 steps.append((name, args or []))
                 current = consumer
                 continue
+            joined = _joined_inputs(consumer, current) if not steps else None
+            if joined is not None:
+                # `torch.cat((img_a, img_b), 1)` first: each input a part of what is joined.
+                steps.append(("share", list(joined)))
+                current = consumer
+                continue
             if name in _EINOPS_CUTS and first is current and len(consumer.args) > 1:
                 # `rearrange(x, "b c (h p1) (w p2) -> ...", p1=p, p2=p)`, traced whole
                 dims = pattern_dims(consumer.args[1], dict(consumer.kwargs)) if not steps else None
@@ -430,6 +444,19 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                 return _weight_product(consumer, root, steps)
         return None
     return None
+
+
+def _joined_inputs(consumer: fx.Node, current: fx.Node) -> tuple[int, int] | None:
+    """(dim, number of parts) of a `torch.cat` of forward inputs alone that takes `current`."""
+    if op_name(consumer.target) != "cat" or not consumer.args:
+        return None
+    parts = consumer.args[0]
+    if not isinstance(parts, (tuple, list)) or len(parts) < 2 or current not in parts:
+        return None
+    if not all(isinstance(p, fx.Node) and p.op == "placeholder" for p in parts):
+        return None
+    dim = consumer.args[1] if len(consumer.args) > 1 else consumer.kwargs.get("dim", 0)
+    return (dim, len(parts)) if isinstance(dim, int) else None
 
 
 #: einops functions whose pattern's left side is their input's shape.

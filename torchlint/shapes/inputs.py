@@ -48,6 +48,9 @@ class TensorSpec:
     #: A tensor shaped like the first input, whatever plan of it is run: `combine` copies
     #: the first input's dimensions in (`dims` is empty until then).
     like_first: bool = False
+    #: A tensor of the first input's rank and batch, its other sizes its own (free): a
+    #: skip connection beside a feature map. `combine` gives it its dimensions.
+    first_rank: bool = False
 
 
 @dataclass
@@ -398,9 +401,17 @@ def copies_first(plan: InputPlan) -> bool:
 def _like_first(specs: list[TensorSpec]) -> list[TensorSpec] | None:
     """The specs with each `like_first` stand-in given the first input's dimensions; None
     when the first input is no single floating tensor to copy."""
-    if not any(spec.like_first for spec in specs[1:]):
+    if not any(spec.like_first or spec.first_rank for spec in specs[1:]):
         return specs
     first = specs[0]
-    if first.like_first or not first.dtype.is_floating_point:
+    if first.like_first or first.first_rank or not first.dtype.is_floating_point:
         return None
-    return [TensorSpec(list(first.dims), first.dtype, True) if s.like_first else s for s in specs]
+    out = []
+    for index, spec in enumerate(specs):
+        if spec.like_first:
+            spec = TensorSpec(list(first.dims), first.dtype, True)
+        elif spec.first_rank:
+            own = [Dim.free(f"{d.name or 'S'}{index + 1}") for d in first.dims[1:]]
+            spec = TensorSpec([first.dims[0], *own], first.dtype)
+        out.append(spec)
+    return out
