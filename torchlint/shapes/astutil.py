@@ -122,6 +122,32 @@ def literal(node: ast.AST) -> object:
         return MISSING
 
 
+def module_literals(tree: ast.Module) -> dict[str, object]:
+    """Module-level names bound once, to a literal (`x_data = [[0, 1, 0, 2]]`)."""
+    found: dict[str, object] = {}
+    twice: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets, value = [statement.target], statement.value
+        else:
+            continue
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                continue
+            if target.id in found or target.id in twice:
+                twice.add(target.id)
+                found.pop(target.id, None)
+                continue
+            bound = literal(value)
+            if bound is MISSING:
+                twice.add(target.id)
+            else:
+                found[target.id] = bound
+    return found
+
+
 def is_literal(node: ast.AST) -> bool:
     return literal(node) is not MISSING
 

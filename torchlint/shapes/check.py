@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import importlib.util
 import inspect
+import itertools
 import math
 import re
 import sys
@@ -1485,6 +1486,50 @@ class FileChecker:
                     )
                     result.constraints.append((failure, guard, squares, dict(world.names)))
 
+    def _passes_elsewhere(
+        self,
+        model: nn.Module,
+        plan: InputPlan,
+        hints: dict[str, int],
+        failure: Failure,
+        world: World,
+        together: list[Any],
+    ) -> bool:
+        """Whether the forward passes at sizes that give the failing layer one of its own
+        sizes where its input holds a product of input sizes, or with those sizes set to 1
+        (then kept in `hints`). A symbolic run takes every size to be 2 or more, so it left
+        no condition to solve for these: a step-at-a-time RNN's `embedding(x).view(1, 1, -1)`
+        takes one token (`N * L == 1`), `emb.view(1, 6, -1)` six. A view of a tensor that is
+        not contiguous fails at every batch but 1, and is no such size. `together`: the
+        conditions solved for before, kept."""
+        if F.not_contiguous(failure):
+            return False
+        sized = [
+            size
+            for shape in failure.inputs
+            for size in shape or ()
+            if getattr(size, "free_symbols", None) and size.free_symbols <= set(world.names)
+        ]
+        if not sized:
+            return False
+        symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
+        trials = []
+        for size, own in itertools.islice(
+            itertools.product(sized, sorted(F.layer_sizes(failure.module))), _MAX_OWN_SIZES
+        ):
+            solution = _solve([sympy.Eq(size, own), *together], world, symbol_hints)
+            if solution is not None:
+                trials.append({world.names[k]: max(int(v), 1) for k, v in solution.items()})
+        held = {world.names[symbol] for size in sized for symbol in size.free_symbols}
+        trials.append(dict.fromkeys(held, 1))
+        for trial in trials:
+            sizes = {**hints, **trial}
+            run = World(model, plan, sizes, symbolic=False, session=self._session(model))
+            if run_direct(run) is None:
+                hints.update(trial)
+                return True
+        return False
+
     def _search(
         self,
         model: nn.Module,
@@ -1585,6 +1630,10 @@ class FileChecker:
             if guard is None:
                 if code is None:
                     result.reason = self._failure_reason(failure)
+                elif self._passes_elsewhere(
+                    model, plan, hints, failure, world, [e.condition(world.names) for e in solved]
+                ):
+                    result.ok = result.pinned = True  # one token per call, say
                 else:
                     result.code = code
                 return result
@@ -2046,6 +2095,10 @@ def _same_site(a: PlanResult, b: PlanResult) -> bool:
         and a.failure.module is b.failure.module
         and a.failure.op == b.failure.op
     )
+
+
+#: How many of a failing layer's sizes a product of input sizes is solved to.
+_MAX_OWN_SIZES = 6
 
 
 def _failing_guard(failure: Failure, world: World, flipped: set[Any]) -> Any:

@@ -27,6 +27,7 @@ from torchlint.shapes.astutil import (
     import_aliases,
     int_tuple,
     literal,
+    module_literals,
     parse,
     qualify,
     walk_statements,
@@ -218,6 +219,7 @@ def _scan_file(
 ) -> None:
     aliases = import_aliases(tree)
     bound = module_bindings(tree)
+    data = module_literals(tree)
     # Options come from `add_argument` defaults: a file that never calls it has none.
     parses = "parse_" in source and "add_argument" in source
     helped = not parses and _HELPER_CALL.search(source)
@@ -275,7 +277,7 @@ def _scan_file(
                         instances[target.id] = key
                     else:
                         instances.pop(target.id, None)
-                    tensor = _tensor_literal(node.value, aliases)
+                    tensor = _tensor_literal(node.value, aliases, data)
                     if tensor is not None:
                         tensors[target.id] = tensor
                     else:
@@ -317,7 +319,7 @@ def _scan_file(
             # Only the positional tensors: keywords are options (`return_loss=True`) or
             # inputs the model has defaults for; a required one left out finds no plan.
             if key is not None and node.args:
-                shapes = [_tensor_arg(a, tensors, aliases) for a in node.args]
+                shapes = [_tensor_arg(a, tensors, aliases, data) for a in node.args]
                 if all(s is not None for s in shapes):
                     result[key]["evidence"].append(
                         {
@@ -713,15 +715,20 @@ _CASTS = ("float", "long")
 _LONG_DTYPES = ("long", "int64", "int", "int32")
 
 
-def _tensor_literal(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
+def _tensor_literal(
+    node: ast.AST, aliases: dict[str, str], data: dict[str, object] | None = None
+) -> Evidence | None:
     """`torch.randn(4, 3, 32, 32)`, `torch.zeros((2, 8), dtype=torch.long)`, ..., also moved
-    or cast on the way (`torch.randn(2, 3, 256, 256).cuda()`, `.to(device)`, `.long()`)."""
+    or cast on the way (`torch.randn(2, 3, 256, 256).cuda()`, `.to(device)`, `.long()`), or
+    wrapped in a `Variable`; `data`: module-level literals (`torch.LongTensor(x_data)`)."""
     cast = None
-    while (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in (*_SAME_SHAPE, *_CASTS)
+    while isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Attribute) and node.func.attr in (*_SAME_SHAPE, *_CASTS))
+        or ((qualify(node.func, aliases) or "").endswith("Variable") and len(node.args) == 1)
     ):
+        if not isinstance(node.func, ast.Attribute) or node.func.attr == "Variable":
+            node = node.args[0]
+            continue
         if node.func.attr in _CASTS:
             cast = cast or node.func.attr
         elif node.func.attr == "to":
@@ -734,13 +741,15 @@ def _tensor_literal(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
                 elif name.startswith(("float", "bfloat", "half", "int", "uint", "bool")):
                     return None
         node = node.func.value
-    found = _factory_tensor(node, aliases)
+    found = _factory_tensor(node, aliases, data or {})
     if found is not None and cast is not None:
         found = {**found, "dtype": cast}
     return found
 
 
-def _factory_tensor(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
+def _factory_tensor(
+    node: ast.AST, aliases: dict[str, str], data: dict[str, object]
+) -> Evidence | None:
     if not isinstance(node, ast.Call):
         return None
     qual = qualify(node.func, aliases) or ""
@@ -768,8 +777,11 @@ def _factory_tensor(node: ast.AST, aliases: dict[str, str]) -> Evidence | None:
     elif fname == "randint" and node.args:
         shape = int_tuple(node.args[-1]) if len(node.args) >= 2 else None
         dtype = "long" if dtype == "float" else dtype
-    elif fname in ("tensor", "LongTensor", "FloatTensor") and len(node.args) == 1:
-        value = literal(node.args[0])
+    elif fname in ("tensor", "Tensor", "LongTensor", "FloatTensor") and len(node.args) == 1:
+        given = node.args[0]
+        value = data.get(given.id, MISSING) if isinstance(given, ast.Name) else literal(given)
+        if fname != "tensor" and not isinstance(value, (list, tuple)):
+            return None  # `torch.Tensor(3)`: a size, not data
         shape, kind = _nested_shape(value)
         if shape is None:
             return None
@@ -795,11 +807,14 @@ def _nested_shape(value: object) -> tuple[tuple[int, ...] | None, type | None]:
 
 
 def _tensor_arg(
-    node: ast.AST, tensors: dict[str, Evidence], aliases: dict[str, str]
+    node: ast.AST,
+    tensors: dict[str, Evidence],
+    aliases: dict[str, str],
+    data: dict[str, object] | None = None,
 ) -> Evidence | None:
     if isinstance(node, ast.Name):
         return tensors.get(node.id)
-    return _tensor_literal(node, aliases)
+    return _tensor_literal(node, aliases, data)
 
 
 def _summary_call(

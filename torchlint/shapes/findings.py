@@ -558,6 +558,9 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
                 message += f"; if the data is right, write {describe_layer_with(module, value)}"
         return with_fix(_finding(code, message, failure, ctx, prefer_layer=True), fixed)
     message = _op_message(failure, ctx) + evidence + _split_note(failure, ctx.names)
+    if not_contiguous(failure):
+        target = ", ".join(show(t, names) for t in failure.target or [])
+        message += f"; write .reshape({target})"
     owner = custom_layer(failure, ctx) if module is None else None
     if owner is not None:
         # Inside a custom layer's forward (an RMSNorm, GPT-2's Conv1D): the layer as built
@@ -750,6 +753,12 @@ def _op_message(failure: Failure, ctx: Context) -> str:
             f"torch.{op} cannot join tensors of shapes {joined}: "
             "sizes differ outside the joined dim"
         )
+    if not_contiguous(failure):
+        target = ", ".join(show(t, names) for t in failure.target or [])
+        return (
+            f".view({target}) cannot view a tensor of shape {joined} that is not contiguous "
+            "in memory (a transpose, a permute or a batch_first RNN's output)"
+        )
     if op in ("view", "reshape", "unflatten", "view_as", "reshape_as"):
         if failure.target is not None:
             target = ", ".join(show(t, names) for t in failure.target)
@@ -760,6 +769,15 @@ def _op_message(failure: Failure, ctx: Context) -> str:
     if op in ("add", "sub", "mul", "div", "truediv", "where", "masked_fill", "iadd", "imul"):
         return f"`{op}` cannot broadcast tensors of shapes {joined} together"
     return f"{op} cannot take inputs of shapes {joined}"
+
+
+#: A view refused for the tensor's strides, not its sizes (meta and real tensors' words).
+_STRIDES = re.compile(r"and strides|not compatible with input tensor's size and stride")
+
+
+def not_contiguous(failure: Failure) -> bool:
+    """Whether a view was refused for its input's strides, not its sizes."""
+    return failure.op == "view" and bool(_STRIDES.search(str(failure.exc)))
 
 
 def fixed_features(failure: Failure) -> bool:

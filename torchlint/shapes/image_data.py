@@ -13,7 +13,7 @@ import ast
 from collections.abc import Container, Iterator
 from typing import Any
 
-from torchlint.shapes.astutil import MISSING, int_tuple, literal, qualify
+from torchlint.shapes.astutil import MISSING, int_tuple, literal, module_literals, qualify
 
 #: (channels, height, width) of torchvision datasets, by class name.
 DATASETS: dict[str, tuple[int, int | None, int | None]] = {
@@ -49,7 +49,11 @@ def image_evidence(
     there); `models`: the names of module classes, whose bodies run on the model's input,
     not on the dataset's batches.
     """
-    constants = _int_constants(tree)
+    constants = {
+        name: value
+        for name, value in module_literals(tree).items()
+        if isinstance(value, int) and not isinstance(value, bool)
+    }
     dataset: tuple[str, tuple[int, int | None, int | None], int] | None = None
     size: tuple[int, int, bool, int] | None = None  # (h, w, exact, line)
     gray: int | None = None
@@ -128,31 +132,6 @@ def _int(node: ast.expr, options: Options, constants: dict[str, int]) -> int | N
             namespace = options.get(node.value.id)
             value = vars(namespace).get(node.attr) if namespace is not None else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _int_constants(tree: ast.Module) -> dict[str, int]:
-    """Module-level names bound once, to an int literal (`IMG_SIZE = 64`)."""
-    found: dict[str, int] = {}
-    twice: set[str] = set()
-    for statement in tree.body:
-        if isinstance(statement, ast.Assign):
-            targets, value = statement.targets, statement.value
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            targets, value = [statement.target], statement.value
-        else:
-            continue
-        for target in targets:
-            if not isinstance(target, ast.Name):
-                continue
-            number = literal(value)
-            if target.id in found or target.id in twice:
-                twice.add(target.id)
-                found.pop(target.id, None)
-            elif isinstance(number, int) and not isinstance(number, bool):
-                found[target.id] = number
-            else:
-                twice.add(target.id)
-    return found
 
 
 def _copies_channels(tree: ast.Module, models: Container[str]) -> bool:
