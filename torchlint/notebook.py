@@ -11,6 +11,7 @@ import io
 import json
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -94,7 +95,9 @@ def read_notebook(text: str) -> Notebook:
     try:
         import nbformat
 
-        nbformat.validate(nbformat.from_dict(data), version=4)
+        with warnings.catch_warnings():  # nbformat's own advice (cell ids) is not ours to print
+            warnings.simplefilter("ignore")
+            nbformat.validate(nbformat.from_dict(data), version=4)
     except ImportError:  # pragma: no cover - nbformat is a dependency
         pass
     except Exception as exc:

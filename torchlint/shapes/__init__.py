@@ -329,10 +329,13 @@ def _check_models(
             for info in infos
         }
     from torchlint.shapes.client import run_worker
+    from torchlint.shapes.discover import SOURCE_SUFFIXES
 
     request = {
         "jobs": jobs,
-        "texts": {os.path.abspath(path): text for path, text in files if path.endswith(".py")},
+        "texts": {
+            os.path.abspath(path): text for path, text in files if path.endswith(SOURCE_SUFFIXES)
+        },
         "roots": roots,
         "timeout": timeout,
     }

@@ -1627,6 +1627,22 @@ class FileChecker:
             guard = _failing_guard(failure, world, flipped)
             if code is not None and F.fixed_features(failure):
                 guard = None  # the guard was the matmul's, not the Linear's size check
+            ones = _pinned_to_one(world, flipped) if guard is None and code is not None else []
+            if ones:
+                # A view of a map whose side is 1 at these sizes made torch fix that side
+                # to 1 (`(H - 33) // 32 == 1`): what failed after was only seen there.
+                together = [e.condition(world.names) for e in solved]
+                symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
+                lifted = _solve(
+                    [*(sympy.Ge(size, 2) for _, size in ones), *together], world, symbol_hints
+                )
+                if lifted is not None:
+                    flipped.update(pin for pin, _ in ones)
+                    for symbol, value in lifted.items():
+                        hints[world.names[symbol]] = max(int(value), 1)
+                    result.pinned = True
+                    rounds[-1].left(result, hints)
+                    continue
             if guard is None:
                 if code is None:
                     result.reason = self._failure_reason(failure)
@@ -2099,6 +2115,24 @@ def _same_site(a: PlanResult, b: PlanResult) -> bool:
 
 #: How many of a failing layer's sizes a product of input sizes is solved to.
 _MAX_OWN_SIZES = 6
+
+
+def _pinned_to_one(world: World, flipped: set[Any]) -> list[tuple[Any, Any]]:
+    """(guard, size) for sizes computed from the input's that an op fixed to 1 on the way
+    (`Eq((H - 33) // 32, 1)`: torch's view specializes a side of 1), not yet lifted."""
+    symbols = set(world.names)
+    found: list[tuple[Any, Any]] = []
+    for guard in world.guards_since(0):
+        if not isinstance(guard, sympy.Eq) or guard in flipped:
+            continue
+        left, right = guard.args
+        size = left if right == 1 else right if left == 1 else None
+        if size is None or isinstance(size, sympy.Symbol):
+            continue  # an input's own size is never fixed to 1: it starts at 2 or more
+        free = size.free_symbols
+        if free and free <= symbols and all(size != known for _, known in found):
+            found.append((guard, size))
+    return found
 
 
 def _failing_guard(failure: Failure, world: World, flipped: set[Any]) -> Any:

@@ -13,7 +13,7 @@ import ast
 import os
 
 from torchlint.shapes.astutil import import_aliases, parse, walk_statements
-from torchlint.shapes.discover import FileInfo, module_identity
+from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo, module_identity
 
 #: How many re-exporting packages a name is followed through.
 _MAX_HOPS = 4
@@ -32,7 +32,7 @@ class ClassOwners(dict[str, list[FileInfo]]):
         for info in infos:
             for name in info.classes:
                 self.setdefault(name, []).append(info)
-        self._sources = {os.path.abspath(p): s for p, s in files if p.endswith(".py")}
+        self._sources = {os.path.abspath(p): s for p, s in files if p.endswith(SOURCE_SUFFIXES)}
         self._known = set(self._sources)
         self._trees = {**(trees or {}), **{i.abspath: i.tree for i in infos if i.tree}}
         self._modules: dict[str, str] | None = None

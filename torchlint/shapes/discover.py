@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass, field
 
 from torchlint.shapes.astutil import dotted, import_aliases, parse, qualify
@@ -49,10 +50,21 @@ class FileInfo:
     module_level: list[str] = field(default_factory=list)
 
 
+#: What the shape checks read: Python files, and notebooks by their joined code cells.
+SOURCE_SUFFIXES = (".py", ".ipynb")
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(".ipynb")
+
+
 def module_identity(abspath: str, known: set[str]) -> tuple[str, str]:
-    """(root, dotted module name) for a file, following `__init__.py` files upward."""
+    """(root, dotted module name) for a file, following `__init__.py` files upward. A
+    notebook, which nothing imports, is named after its file, made an identifier."""
     directory, filename = os.path.split(abspath)
     stem = os.path.splitext(filename)[0]
+    if is_notebook(abspath):
+        return directory, "_notebook_" + re.sub(r"\W", "_", stem)
     parts = [] if stem == "__init__" else [stem]
     while True:
         init = os.path.join(directory, "__init__.py")
@@ -80,7 +92,7 @@ def scan(
     known = {os.path.abspath(p) for p, _ in files}
     infos: list[FileInfo] = []
     for path, source in files:
-        if not path.endswith(".py"):
+        if not path.endswith(SOURCE_SUFFIXES):
             continue
         if not might_define_modules(source):
             continue

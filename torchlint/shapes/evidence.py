@@ -34,7 +34,7 @@ from torchlint.shapes.astutil import (
 )
 from torchlint.shapes.call_values import SAME_MODEL, LocalValues, changed_names, encoded
 from torchlint.shapes.class_owners import ClassOwners
-from torchlint.shapes.discover import FileInfo
+from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo
 from torchlint.shapes.image_data import DATASETS, image_evidence
 from torchlint.shapes.script_values import parsed_options
 
@@ -121,7 +121,7 @@ def collect(
     ordered = sorted(files, key=lambda item: (os.path.abspath(item[0]) not in by_path, item[0]))
     for path, source in ordered:
         abspath = os.path.abspath(path)
-        if not path.endswith(".py"):
+        if not path.endswith(SOURCE_SUFFIXES):
             continue
         if not _mentions(source, owners) and (abspath, MODULE_LEVEL) not in result:
             continue

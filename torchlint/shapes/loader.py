@@ -15,6 +15,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import inspect
+import linecache
 import os
 import sys
 import types
@@ -74,6 +75,8 @@ class StubModule(types.ModuleType):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.__path__: list[str] = []
+        # `importlib.util.find_spec(name)` raises for a module without one.
+        self.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -219,7 +222,9 @@ class Project(importlib.abc.MetaPathFinder):
         if _installed_module(module_name, path):
             return importlib.import_module(module_name)
         existing = sys.modules.get(module_name.split(".")[0])
-        if existing is None or isinstance(getattr(existing, "__loader__", None), _SliceLoader):
+        if path.endswith(".ipynb"):
+            self._cache_lines(path)  # no import finds a notebook: loaded by name, below
+        elif existing is None or isinstance(getattr(existing, "__loader__", None), _SliceLoader):
             module = importlib.import_module(module_name)
             if os.path.abspath(getattr(module, "__file__", "") or "") == path:
                 return module
@@ -234,6 +239,12 @@ class Project(importlib.abc.MetaPathFinder):
         sys.modules[alias] = module
         self.execute(module, path)
         return module
+
+    def _cache_lines(self, path: str) -> None:
+        """Give the line cache a notebook's joined code cells, which its code objects' lines
+        count, in place of the file's JSON (`inspect.getsource` reads forward there)."""
+        text = self.source(path)
+        linecache.cache[path] = (len(text), None, text.splitlines(keepends=True), path)
 
     def execute(self, module: types.ModuleType, path: str) -> None:
         self.files.add(path)
