@@ -132,12 +132,13 @@ def collect(
         _scan_file(path, abspath, tree, owners, by_path, result, source)
     for info in infos:
         lines = info.source.splitlines()
+        resized = bool(_RESIZING.search(info.source))
         for name, cls in info.classes.items():
             entry = result[(info.abspath, name)]
             entry["declared"] = _declared_comment(lines, cls.line, info.path) or _declared_config(
                 declared, info, name
             )
-            described = _described_input(cls.node, lines, info.path)
+            described = _described_input(cls.node, lines, info.path, resized)
             if described:
                 entry["evidence"].append(described)
             example = (
@@ -151,6 +152,8 @@ def collect(
 
 
 _WORD = re.compile(r"\w+")
+#: A transform that resizes or crops images: a dataset's own size is not what a model gets.
+_RESIZING = re.compile(r"\b(?:Resize|CenterCrop|RandomResizedCrop|RandomCrop|FiveCrop)\(")
 
 
 def _mentions(source: str, names: dict[str, Any]) -> bool:
@@ -846,12 +849,15 @@ def _summary_call(
     }
 
 
-def _described_input(node: ast.ClassDef, lines: list[str], path: str) -> Evidence | None:
+def _described_input(
+    node: ast.ClassDef, lines: list[str], path: str, resized: bool = False
+) -> Evidence | None:
     """An input size the class's docstring or comments name ("for 28x28 MNIST digits").
 
     Read: the docstring, the comments just above the class and those inside it. A size
     counts when its line also says it is about the input (images, digits, crops, pixels)
-    or names a dataset; a dataset name alone gives that dataset's size.
+    or names a dataset; a dataset name alone gives that dataset's size, unless the file
+    resizes images (`resized`: AlexNet on Fashion-MNIST resized to 224).
     """
     texts: list[tuple[str, int, str]] = []
     doc = ast.get_docstring(node)
@@ -865,15 +871,16 @@ def _described_input(node: ast.ClassDef, lines: list[str], path: str) -> Evidenc
         if match and number != node.lineno:
             texts.append((match.group("text"), number, "comment"))
     for text, number, kind in texts:
-        found = _size_in_text(text)
+        found = _size_in_text(text, named_size=not resized)
         if found is not None:
             label = "docstring" if kind == "docstring" else f"comment at line {number}"
             return {"kind": "image", "shape": found, "where": f"{path}:{number}", "label": label}
     return None
 
 
-def _size_in_text(text: str) -> list[int | None] | None:
-    """[channels or None, height, width] from one line of prose, or None."""
+def _size_in_text(text: str, named_size: bool = True) -> list[int | None] | None:
+    """[channels or None, height, width] from one line of prose, or None (`named_size`: a
+    dataset's name alone gives its size)."""
     named = _TEXT_DATASETS.search(text)
     dataset = None
     if named is not None:
@@ -890,7 +897,7 @@ def _size_in_text(text: str) -> list[int | None] | None:
         if channels is None and dataset is not None:
             channels = dataset[0]
         return [channels, int(best.group("h")), int(best.group("w"))]
-    if dataset is not None and dataset[1] is not None:
+    if named_size and dataset is not None and dataset[1] is not None:
         return list(dataset)
     return None
 
