@@ -89,6 +89,30 @@ def test_a_model_built_from_a_missing_package_says_which(tmp_path) -> None:
     ), result.stdout
 
 
+def test_a_model_whose_base_class_is_missing_says_so(tmp_path) -> None:
+    from tests.conftest import run_cli
+
+    (tmp_path / "lit.py").write_text(
+        "import torch.nn as nn\n"
+        "import torchlint_test_absent_lightning as pl\n"
+        "import torchlint_test_absent_metrics\n"
+        "\n"
+        "\n"
+        "class Classifier(pl.LightningModule):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x)\n"
+    )
+    result = run_cli("--no-cache", "--select", "TL690", "lit.py", cwd=tmp_path)
+    assert (
+        "shape check of Classifier skipped: its base class LightningModule could not be imported "
+        "(torchlint_test_absent_lightning, which its file imports, is not installed)"
+    ) in result.stdout, result.stdout
+
+
 OWN_SIDE = """
 import torch
 import torch.nn as nn

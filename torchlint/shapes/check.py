@@ -290,7 +290,12 @@ class FileChecker:
                 self._skip(path, line, name, "the file's time budget was used up")
                 continue
             if not _is_module_class(cls):
-                if cls is None or is_stub(cls):
+                base = _stand_in_base(cls)
+                if base is not None:
+                    note = self._missing_note(cls, base)
+                    why = f"its base class {base.__name__} could not be imported{note}"
+                    self._skip(path, line, name, why)
+                elif cls is None or is_stub(cls):
                     self._skip(path, line, name, self._load_reason(path, "is not defined"))
                 continue
             if getattr(cls, "forward", None) is nn.Module.forward:
@@ -1407,11 +1412,14 @@ class FileChecker:
     def _failure_reason(self, failure: Failure) -> str:
         return _failure_reason(failure, self.project.stubbed)
 
-    def _missing_note(self, built: Any) -> str:
+    def _missing_note(self, built: Any, base: type | None = None) -> str:
         """` (torchvision, which its file imports, is not installed)` when the module that
-        defines `built` holds stand-ins for imports that failed, else nothing."""
+        defines `built` holds stand-ins for imports that failed, else nothing (`base`: only
+        the import that stands in for this class)."""
         module = sys.modules.get(getattr(built, "__module__", "") or "")
         stubs = [b for b, v in vars(module).items() if is_stub(v)] if module else []
+        if base is not None:
+            stubs = [b for b in stubs if _stands_for(vars(module)[b], base)]
         if not stubs:
             return ""
         tree = None
@@ -2258,6 +2266,8 @@ def _failure_reason(failure: Failure, stubbed: list[str]) -> str:
 
 
 def _not_installed(package: str) -> bool:
+    if is_stub(sys.modules.get(package)):
+        return True  # a stand-in has a spec of its own
     try:
         return importlib.util.find_spec(package) is None
     except (ImportError, ValueError):
@@ -2272,6 +2282,20 @@ def _config_in(kwargs: dict[str, Any]) -> Any:
         if any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in type(value).__mro__):
             return value
     return None
+
+
+def _stand_in_base(cls: Any) -> type | None:
+    """A class's base that stands in for an import that failed (a `pl.LightningModule`
+    without Lightning installed), if it has one."""
+    if not isinstance(cls, type):
+        return None
+    stub = next((b for b in cls.__mro__[1:] if vars(b).get("__torchlint_stub__")), None)
+    return stub if stub is not None and stub.__name__ != "Stub" else None
+
+
+def _stands_for(value: Any, base: type) -> bool:
+    """Whether a stand-in bound in a module is `base` or the module it was taken from."""
+    return value is base or getattr(value, "__dict__", {}).get(base.__name__) is base
 
 
 def _told(per_input: list[list[InputPlan]]) -> bool:
