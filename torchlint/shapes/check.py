@@ -89,7 +89,7 @@ from torchlint.shapes.inputs import (
     trace,
 )
 from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
-from torchlint.shapes.loader import Project, is_stub
+from torchlint.shapes.loader import Project, Unavailable, is_stub
 from torchlint.shapes.meta_run import MetaRuns
 from torchlint.shapes.mixins import forward_mixin
 from torchlint.shapes.open_inputs import (
@@ -321,6 +321,15 @@ class FileChecker:
                     self.stats.models[-1]["built_by"] = how
                 else:  # `resnet50()` hands `Bottleneck` to `ResNet`: checked inside it
                     self._check_user(model, how, path, line, job)
+                continue
+            from_data = _from_data(ctor, args, kwargs) if ctor is not None else None
+            if from_data is not None:
+                # `RNN(INPUT_DIM, 256)` with `INPUT_DIM = len(TEXT.vocab)`: sizes the script
+                # reads from its data are guessed, the call site's others kept.
+                partial, unread = from_data
+                job["classes"][name] = {**spec, "partial": partial}
+                reason = f"its call site passes {unread}, which the script computes from data"
+                deferred.append((name, line, reason))
                 continue
             configured = _config_name(kwargs) if source == "default config" else None
             request = _BuildRequest(cls, name, (path, line), spec, declared, args, kwargs)
@@ -2282,6 +2291,31 @@ def _config_in(kwargs: dict[str, Any]) -> Any:
         if any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in type(value).__mro__):
             return value
     return None
+
+
+def _from_data(
+    ctor: dict[str, Any], args: list[Any], kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], str] | None:
+    """A call site's arguments with those the slicer could not compute (module-level names
+    set from data) made unknown, to be guessed, and their names; None when there are none."""
+    unknown = {"$unknown": True}
+    given = [*args, *kwargs.values()]
+    unread = [v for v in given if isinstance(v, Unavailable)]
+    if not unread or len(ctor.get("args", [])) != len(args):
+        return None
+    partial = {
+        "args": [
+            unknown if isinstance(v, Unavailable) else e
+            for v, e in zip(args, ctor["args"], strict=True)
+        ],
+        "kwargs": {
+            k: unknown if isinstance(kwargs.get(k), Unavailable) else e
+            for k, e in ctor.get("kwargs", {}).items()
+        },
+        "where": ctor.get("where", ""),
+    }
+    names = ", ".join(object.__getattribute__(v, "_name") for v in unread)
+    return partial, names
 
 
 def _stand_in_base(cls: Any) -> type | None:
