@@ -320,17 +320,17 @@ def test_an_input_beside_the_first_whose_shape_nothing_tells_is_tried_assumed() 
     plans = open_input_plans(model, names, 1)
     assert plans is not None
     assert plans[0].specs[0].like_first  # first: shaped like `x`, whichever plan `x` runs
-    assert plans[1].specs[0].first_rank  # then `x`'s rank and batch, sizes of its own
-    assert [len(p.specs[0].dims) for p in plans[2:]] == [2, 1, 3]
+    assert [len(p.specs[0].dims) for p in plans[1:4]] == [2, 1, 3]
+    assert plans[4].specs[0].first_rank  # last: `x`'s rank and batch, sizes of its own
     assert all(is_assumed(p) and "`mask`" in p.label for p in plans)
     image = InputPlan([TensorSpec([Dim.free("N"), Dim.fixed(3), Dim.free("H"), Dim.free("W")])])
     tokens = InputPlan([TensorSpec([Dim.free("N"), Dim.free("L")], torch.long)])
     combined = combine([[image], plans])
     assert combined[0].specs[1].dims == image.specs[0].dims  # the same sizes, not new ones
     assert combined[0].source == "assumed"
-    own = combined[1].specs[1].dims  # a skip connection's: the batch shared, the rest free
+    own = combined[-1].specs[1].dims  # a skip connection's: the batch shared, the rest free
     assert own[0] == image.specs[0].dims[0] and [d.name for d in own[1:]] == ["S2", "H2", "W2"]
-    assert not copies_first(combined[1])  # searched for, unlike a copy
+    assert not copies_first(combined[-1])  # searched for, unlike a copy
     # Token ids are no shape for a tensor of values: that choice is left out.
     assert all(not p.specs[1].like_first for p in combine([[tokens], plans]))
     assert open_input_plans(TakesLayers(), ["x", "p", "embed"], 1) is None  # an int

@@ -4,9 +4,9 @@
 the samples: the forward reads sizes or values of such an input, or hands it to a function,
 but no layer takes it and no name or docstring says its shape. Rather than skip the whole
 model, the check tries it first with the first input's shape (attention's `key` and `value`
-beside `query`, a decoder's `memory` beside `tgt`), then with its rank and sizes of its
-own (a skip connection), then as a tensor of one sample's values, [N, L], then [N] and
-[N, L, C]. The plans are `assumed`: a model that runs with one of them
+beside `query`, a decoder's `memory` beside `tgt`), then as a tensor of one sample's values,
+[N, L], then [N] and [N, L, C], last with the first input's rank and sizes of its own (a skip
+connection). The plans are `assumed`: a model that runs with one of them
 is checked (its first input is what its layers take), and one that fails with all of them
 is skipped as before, saying that the input's shape could not be inferred.
 
@@ -28,7 +28,7 @@ from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, forward_paramete
 #: The tried shapes, most common first: per-token values, per-sample values, features.
 _TRIED = ("NL", "N", "NLC")
 #: How a skip names them, for an input beside the first and for the first.
-TRIED_SHAPES = "the first input's shape, its rank, [N, L], [N] and [N, L, C]"
+TRIED_SHAPES = "the first input's shape, [N, L], [N], [N, L, C] and the first input's rank"
 TRIED_FIRST = "[N, F], [N] and [N, F, G]"
 
 #: Attributes of a layer, not of a tensor.
@@ -54,7 +54,7 @@ def open_input_plans(model: nn.Module, names: list[str], index: int) -> list[Inp
         ASSUMED,
         f"the input [of `{names[0]}`'s rank] assumed {why}",
     )
-    return [alike, own, *assumed(_tried(), why)]
+    return [alike, *assumed(_tried(), why), own]
 
 
 def first_open_plans(model: nn.Module, names: list[str]) -> list[InputPlan] | None:
