@@ -5,9 +5,10 @@ Run: `python bench/shapes_repos.py TREE [TREE ...] [--json OUT]`. Each TREE is a
 source tree (PyTorch-GAN, pytorch-tutorial, deeplearning-models, a course's notebooks ...);
 its folder name names it in the report. One `torchlint check --no-cache --select TL6
 --extend-select TL690` process runs per tree. Reported per tree: Python files and notebooks,
-the TL601-TL607 findings (each listed with its message: on released tutorials every one is a
-false positive until a real run shows otherwise), the models left unchecked (TL690) grouped
-by reason, and the wall time. The trees are not part of this repository: fetch them (their
+the model classes they define (with a `forward`) and how many were checked (those without a
+TL690), the TL601-TL607 findings (each listed with its message: on released tutorials every
+one is a false positive until a real run shows otherwise), the models left unchecked
+(TL690) grouped by reason, and the wall time. The trees are not part of this repository: fetch them (their
 snapshots are named in `bench/real_code_verdicts.toml`) and extract their files.
 """
 
@@ -36,6 +37,24 @@ def reason(message: str) -> str:
     return re.sub(r"\d+", "#", text).strip()[:90]
 
 
+def model_classes(tree: Path) -> int:
+    """The `nn.Module` classes with a `forward` that the tree's files and notebooks define."""
+    from torchlint.inputs import python_source
+    from torchlint.shapes import discover
+
+    files = []
+    for path in sorted([*tree.rglob("*.py"), *tree.rglob("*.ipynb")]):
+        source = python_source(str(path), path.read_bytes())
+        if source is not None:
+            files.append((str(path), source))
+    count = 0
+    for info in discover.scan(files):
+        for cls in info.classes.values():
+            body = cls.node.body
+            count += any(getattr(item, "name", "") == "forward" for item in body)
+    return count
+
+
 def run_tree(tree: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
@@ -49,8 +68,12 @@ def run_tree(tree: Path) -> dict[str, Any]:
         found = json.loads(report.read_text()) if report.exists() else []
     findings = [d for d in found if d["code"] in _FINDINGS]
     skipped = Counter(reason(d["message"]) for d in found if d["code"] == "TL690")
+    classes = model_classes(tree)
+    unchecked = sum(skipped.values())
     return {
         "tree": tree.name,
+        "classes": classes,
+        "checked": classes - unchecked,
         "python_files": sum(1 for _ in tree.rglob("*.py")),
         "notebooks": sum(1 for _ in tree.rglob("*.ipynb")),
         "findings": [
@@ -75,12 +98,12 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write every tree's figures here")
     args = parser.parse_args()
     rows = [run_tree(tree) for tree in args.trees]
-    print("tree | .py | .ipynb | TL601-607 | TL690 | wall s")
-    print("--- | --- | --- | --- | --- | ---")
+    print("tree | .py | .ipynb | model classes | checked | TL601-607 | TL690 | wall s")
+    print("--- | --- | --- | --- | --- | --- | --- | ---")
     for row in rows:
         print(
-            f"{row['tree']} | {row['python_files']} | {row['notebooks']} | "
-            f"{len(row['findings'])} | {row['TL690']} | {row['wall_s']}"
+            f"{row['tree']} | {row['python_files']} | {row['notebooks']} | {row['classes']} | "
+            f"{row['checked']} | {len(row['findings'])} | {row['TL690']} | {row['wall_s']}"
         )
     for row in rows:
         for finding in row["findings"]:
