@@ -8,8 +8,9 @@ its folder name names it in the report. One `torchlint check --no-cache --select
 the model classes they define (with a `forward`) and how many were checked (those without a
 TL690), the TL601-TL607 findings (each listed with its message: on released tutorials every
 one is a false positive until a real run shows otherwise), the models left unchecked
-(TL690) grouped by reason, and the wall time. The trees are not part of this repository: fetch them (their
-snapshots are named in `bench/real_code_verdicts.toml`) and extract their files.
+(TL690) grouped by reason, and the wall time. The trees are not part of this repository:
+fetch them (their snapshots are named in `bench/real_code_verdicts.toml`) and extract their
+files.
 """
 
 from __future__ import annotations
