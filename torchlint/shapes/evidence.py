@@ -365,7 +365,7 @@ def _scan_file(
                     result[(used.abspath, inner.id)]["sub_block"] = True
     # A data set is named in the text wherever it is used (`datasets.MNIST`, an import).
     named = used_here and any(name in source for name in DATASETS)
-    image = image_evidence(tree, aliases, path, options, owners) if named else None
+    image = image_evidence(tree, aliases, path, options, owners, data) if named else None
     if image is not None:
         for key in used_here:
             # A model built in this file is used with the data: its channels count even

@@ -13,7 +13,7 @@ import ast
 from collections.abc import Container, Iterator
 from typing import Any
 
-from torchlint.shapes.astutil import MISSING, int_tuple, literal, module_literals, qualify
+from torchlint.shapes.astutil import MISSING, int_tuple, literal, qualify
 
 #: (channels, height, width) of torchvision datasets, by class name.
 DATASETS: dict[str, tuple[int, int | None, int | None]] = {
@@ -42,16 +42,18 @@ def image_evidence(
     path: str,
     options: Options,
     models: Container[str],
+    literals: dict[str, object],
 ) -> dict[str, Any] | None:
     """The first dataset the file builds, as `[channels, height, width]` evidence, or None.
 
     `options`: the script's argparse defaults by namespace name (`opt.img_size` is read
     there); `models`: the names of module classes, whose bodies run on the model's input,
-    not on the dataset's batches.
+    not on the dataset's batches; `literals`: the file's module-level literals
+    (`astutil.module_literals`: `IMG_SIZE = 64`).
     """
     constants = {
         name: value
-        for name, value in module_literals(tree).items()
+        for name, value in literals.items()
         if isinstance(value, int) and not isinstance(value, bool)
     }
     dataset: tuple[str, tuple[int, int | None, int | None], int] | None = None
