@@ -89,7 +89,7 @@ from torchlint.shapes.inputs import (
     trace,
 )
 from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
-from torchlint.shapes.loader import Project, Unavailable, is_stub
+from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.meta_run import MetaRuns
 from torchlint.shapes.mixins import forward_mixin
 from torchlint.shapes.open_inputs import (
@@ -112,6 +112,7 @@ from torchlint.shapes.settle import needs_arguments_text
 from torchlint.shapes.siblings import mask_plans, sibling_plans
 from torchlint.shapes.size_terms import never_equal, symbolic, variables, with_correction
 from torchlint.shapes.solve import Problem, Unsupported, few_sizes
+from torchlint.shapes.stand_ins import from_data, stand_in_base, stands_for
 from torchlint.shapes.sweep import further_builders
 from torchlint.shapes.value_arguments import (
     assumes_layout,
@@ -290,7 +291,7 @@ class FileChecker:
                 self._skip(path, line, name, "the file's time budget was used up")
                 continue
             if not _is_module_class(cls):
-                base = _stand_in_base(cls)
+                base = stand_in_base(cls)
                 if base is not None:
                     note = self._missing_note(cls, base)
                     why = f"its base class {base.__name__} could not be imported{note}"
@@ -322,11 +323,11 @@ class FileChecker:
                 else:  # `resnet50()` hands `Bottleneck` to `ResNet`: checked inside it
                     self._check_user(model, how, path, line, job)
                 continue
-            from_data = _from_data(ctor, args, kwargs) if ctor is not None else None
-            if from_data is not None:
+            guessed_data = from_data(ctor, args, kwargs) if ctor is not None else None
+            if guessed_data is not None:
                 # `RNN(INPUT_DIM, 256)` with `INPUT_DIM = len(TEXT.vocab)`: sizes the script
                 # reads from its data are guessed, the call site's others kept.
-                partial, unread = from_data
+                partial, unread = guessed_data
                 job["classes"][name] = {**spec, "partial": partial}
                 reason = f"its call site passes {unread}, which the script computes from data"
                 deferred.append((name, line, reason))
@@ -1428,7 +1429,7 @@ class FileChecker:
         module = sys.modules.get(getattr(built, "__module__", "") or "")
         stubs = [b for b, v in vars(module).items() if is_stub(v)] if module else []
         if base is not None:
-            stubs = [b for b in stubs if _stands_for(vars(module)[b], base)]
+            stubs = [b for b in stubs if stands_for(vars(module)[b], base)]
         if not stubs:
             return ""
         tree = None
@@ -2291,45 +2292,6 @@ def _config_in(kwargs: dict[str, Any]) -> Any:
         if any(b.__name__ in ("PretrainedConfig", "PreTrainedConfig") for b in type(value).__mro__):
             return value
     return None
-
-
-def _from_data(
-    ctor: dict[str, Any], args: list[Any], kwargs: dict[str, Any]
-) -> tuple[dict[str, Any], str] | None:
-    """A call site's arguments with those the slicer could not compute (module-level names
-    set from data) made unknown, to be guessed, and their names; None when there are none."""
-    unknown = {"$unknown": True}
-    given = [*args, *kwargs.values()]
-    unread = [v for v in given if isinstance(v, Unavailable)]
-    if not unread or len(ctor.get("args", [])) != len(args):
-        return None
-    partial = {
-        "args": [
-            unknown if isinstance(v, Unavailable) else e
-            for v, e in zip(args, ctor["args"], strict=True)
-        ],
-        "kwargs": {
-            k: unknown if isinstance(kwargs.get(k), Unavailable) else e
-            for k, e in ctor.get("kwargs", {}).items()
-        },
-        "where": ctor.get("where", ""),
-    }
-    names = ", ".join(object.__getattribute__(v, "_name") for v in unread)
-    return partial, names
-
-
-def _stand_in_base(cls: Any) -> type | None:
-    """A class's base that stands in for an import that failed (a `pl.LightningModule`
-    without Lightning installed), if it has one."""
-    if not isinstance(cls, type):
-        return None
-    stub = next((b for b in cls.__mro__[1:] if vars(b).get("__torchlint_stub__")), None)
-    return stub if stub is not None and stub.__name__ != "Stub" else None
-
-
-def _stands_for(value: Any, base: type) -> bool:
-    """Whether a stand-in bound in a module is `base` or the module it was taken from."""
-    return value is base or getattr(value, "__dict__", {}).get(base.__name__) is base
 
 
 def _told(per_input: list[list[InputPlan]]) -> bool:
