@@ -160,13 +160,13 @@ def test_messages_name_layer_producer_and_line(single_results: dict[str, list]) 
     )
 
 
+def _messages_by_line(results: dict[str, list], filename: str) -> dict[int, str]:
+    found = [d for items in results.values() for d in items]
+    return {d.line: d.message for d in found if Path(d.path).name == filename}
+
+
 def test_guessed_sizes_are_named_by_the_arguments(single_results: dict[str, list]) -> None:
-    by_line = {
-        d.line: d.message
-        for items in single_results.values()
-        for d in items
-        if Path(d.path).name == "symbolic_arguments.py"
-    }
+    by_line = _messages_by_line(single_results, "symbolic_arguments.py")
     assert by_line[17] == (
         "head = nn.Linear(2*breadth, tokens) expects 2*breadth input features, but blocks.1 "
         "produces breadth (x is [N, L, breadth] at symbolic_arguments.py:23); "
@@ -181,12 +181,7 @@ def test_guessed_sizes_are_named_by_the_arguments(single_results: dict[str, list
 
 def test_a_model_built_from_default_configuration_says_so(single_results: dict[str, list]) -> None:
     # A checkpoint's configuration may differ from the defaults that fail.
-    by_line = {
-        d.line: d.message
-        for items in single_results.values()
-        for d in items
-        if Path(d.path).name == "config_blocks.py"
-    }
+    by_line = _messages_by_line(single_results, "config_blocks.py")
     assert by_line[27].endswith("(with the defaults of TinyConfig)")
 
 
