@@ -47,6 +47,8 @@ _COUNTED = re.compile(r"(n|num)_", re.I)
 #: Values by parameter name, per run: a model that needs one of them (a hard-coded size that
 #: fits only a 3x3 kernel) fails with the other and is not reported.
 _FIXED = {
+    # The index of a padding token (`nn.Embedding(vocab, dim, padding_idx=pad_index)`).
+    re.compile(r"(^|_)pad(ding)?_?(index|idx|id|token_id)$|ignore_index", re.I): (0, 0, 0),
     re.compile(r"kernel", re.I): (3, 5, 3),
     re.compile(r"stride|groups|dilation|ngpu|gpus?$", re.I): (1, 1, 1),
     re.compile(r"padding", re.I): (1, 2, 1),
