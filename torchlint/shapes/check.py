@@ -1531,7 +1531,7 @@ class FileChecker:
         if not sized:
             return False
         symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
-        trials = []
+        trials: list[dict[str, int]] = []
         for size, own in itertools.islice(
             itertools.product(sized, sorted(F.layer_sizes(failure.module))), _MAX_OWN_SIZES
         ):
@@ -1645,12 +1645,13 @@ class FileChecker:
             guard = _failing_guard(failure, world, flipped)
             if code is not None and F.fixed_features(failure):
                 guard = None  # the guard was the matmul's, not the Linear's size check
+            # The conditions solved for so far, in this run's symbols.
+            together = [earlier.condition(world.names) for earlier in solved]
+            symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
             ones = _pinned_to_one(world, flipped) if guard is None and code is not None else []
             if ones:
                 # A view of a map whose side is 1 at these sizes made torch fix that side
                 # to 1 (`(H - 33) // 32 == 1`): what failed after was only seen there.
-                together = [e.condition(world.names) for e in solved]
-                symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
                 lifted = _solve(
                     [*(sympy.Ge(size, 2) for _, size in ones), *together], world, symbol_hints
                 )
@@ -1664,24 +1665,20 @@ class FileChecker:
             if guard is None:
                 if code is None:
                     result.reason = self._failure_reason(failure)
-                elif self._passes_elsewhere(
-                    model, plan, hints, failure, world, [e.condition(world.names) for e in solved]
-                ):
+                elif self._passes_elsewhere(model, plan, hints, failure, world, together):
                     result.ok = result.pinned = True  # one token per call, say
                 else:
                     result.code = code
                 return result
             target = sympy.Not(guard)
-            symbol_hints = {s: world.hints[n] for s, n in world.names.items()}
             site = _site(failure)
-            if code is not None and any(earlier.site == site for earlier in solved):
-                # Back at a failure solved for before: the sizes that fixed the failures met
-                # since undo it. When no sizes fix them all at once, none makes the model
-                # run (a norm over a map's width that the position table fixes): definite.
-                together = [earlier.condition(world.names) for earlier in solved]
-                if _solve([target, *together], world, symbol_hints) is None:
-                    result.code = code
-                    return result
+            # Back at a failure solved for before: the sizes that fixed the failures met
+            # since undo it. When no sizes fix them all at once, none makes the model run (a
+            # norm over a map's width that the position table fixes): definite.
+            again_here = code is not None and any(earlier.site == site for earlier in solved)
+            if again_here and _solve([target, *together], world, symbol_hints) is None:
+                result.code = code
+                return result
             solved.append(_Solved(site, target, world.names, dict(hints)))
             path = _path_guards(world, failure, flipped, guard)
             solution = _solve([target, *path], world, symbol_hints)

@@ -35,7 +35,7 @@ from torchlint.shapes.astutil import (
 from torchlint.shapes.call_values import SAME_MODEL, LocalValues, changed_names, encoded
 from torchlint.shapes.class_owners import ClassOwners
 from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo
-from torchlint.shapes.image_data import DATASETS, image_evidence
+from torchlint.shapes.image_data import DATASETS, RESIZES, image_evidence
 from torchlint.shapes.script_values import parsed_options
 
 Evidence = dict[str, Any]
@@ -153,7 +153,7 @@ def collect(
 
 _WORD = re.compile(r"\w+")
 #: A transform that resizes or crops images: a dataset's own size is not what a model gets.
-_RESIZING = re.compile(r"\b(?:Resize|CenterCrop|RandomResizedCrop|RandomCrop|FiveCrop)\(")
+_RESIZING = re.compile(rf"\b(?:{'|'.join(RESIZES)})\(")
 
 
 def _mentions(source: str, names: dict[str, Any]) -> bool:

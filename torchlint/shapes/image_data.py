@@ -29,7 +29,8 @@ DATASETS: dict[str, tuple[int, int | None, int | None]] = {
     "ImageFolder": (3, None, None),
     "ImageNet": (3, None, None),
 }
-_RESIZES = ("Resize", "CenterCrop", "RandomResizedCrop", "RandomCrop", "FiveCrop")
+#: Transforms that resize or crop images (the last one gives their size).
+RESIZES = ("Resize", "CenterCrop", "RandomResizedCrop", "RandomCrop", "FiveCrop")
 #: Tensor methods that copy a batch along a dimension (to 3 channels, say).
 _COPIES = ("expand", "repeat", "tile")
 
@@ -67,7 +68,7 @@ def image_evidence(
         if last in DATASETS and ("datasets" in qual or qual.startswith("torchvision")):
             if dataset is None or node.lineno < dataset[2]:
                 dataset = (last, DATASETS[last], node.lineno)
-        elif last in _RESIZES and "transforms" in qual:
+        elif last in RESIZES and "transforms" in qual:
             hw = _size(_argument(node, 0, "size"), options, constants)
             if hw is None:
                 return None  # `Resize(side)` with a side unknown here: so is the image's
