@@ -248,13 +248,11 @@ def _scan_file(
         return _ctor_args(call, path, names, options, local)
 
     # A block built in another model class's methods is not fed the file's data.
-    in_models = {
-        id(inner)
+    model_lines = [
+        (node.lineno, node.end_lineno or node.lineno)
         for node in tree.body
         if isinstance(node, ast.ClassDef) and node.name in owners
-        for inner in ast.walk(node)
-        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+    ]
     for scope in _scopes(tree):
         if scope is not tree and not _lines_name(scope, naming):
             continue  # nothing in it builds, calls or refers to a model class
@@ -297,7 +295,7 @@ def _scan_file(
                 if info is not None:
                     key = (info.abspath, name)
                     used_here.add(key)
-                    if id(scope) not in in_models:
+                    if not _within(scope, model_lines):
                         called_here.add(key)
                     entry = result[key]
                     entry["instantiated"] = True
@@ -343,6 +341,8 @@ def _scan_file(
     for node in tree.body:
         if not isinstance(node, ast.ClassDef) or node.name not in owners:
             continue
+        if not _body_names_model(node, naming):
+            continue
         named: list[ast.Name] = []
         # Names that neither build another class nor hand it on: a bare call's function,
         # its bases (a subclass, `LevitDistilled(Levit)`, is another model), the types of
@@ -372,6 +372,25 @@ def _scan_file(
             # when they contradict the model's first layer. The other classes defined here
             # only take the size, when their channels agree.
             result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def _within(scope: ast.AST, spans: list[tuple[int, int]]) -> bool:
+    """Whether a function scope lies within one of the line spans (the module's model
+    classes): its lines are those of a method, or of a function nested in one."""
+    line = getattr(scope, "lineno", None)
+    return line is not None and any(first <= line <= last for first, last in spans)
+
+
+def _body_names_model(node: ast.ClassDef, naming: list[int]) -> bool:
+    """Whether a class's body has a line that names a model class (see `_naming_lines`): a
+    class whose body names none builds no other one."""
+    first = node.body[0].lineno
+    if first == node.lineno:
+        return True  # a class on one line
+    for decorator in getattr(node.body[0], "decorator_list", []):
+        first = min(first, decorator.lineno)
+    last = min(node.end_lineno or len(naming) - 1, len(naming) - 1)
+    return naming[last] > naming[first - 1]
 
 
 def _type_expression(node: ast.AST) -> ast.AST | None:
