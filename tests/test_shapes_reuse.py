@@ -226,6 +226,25 @@ def test_per_layer_lists_keep_one_layer_of_each_kind() -> None:
     assert _shallow(Config(list(range(12)))).num_hidden_layers == 5
 
 
+def test_the_stacks_of_a_models_parts_are_cut() -> None:
+    """Counts named for a part (SeamlessM4T's `speech_encoder_layers`, a unit decoder's
+    `t2u_decoder_layers`, VideoPrism's space and time) are cut like `num_hidden_layers`:
+    each part built with its 24 layers cost seconds for shapes two layers show."""
+
+    class Config:
+        def __init__(self) -> None:
+            self.speech_encoder_layers = 24
+            self.t2u_decoder_layers = 6
+            self.num_spatial_layers = 12
+            self.num_temporal_layers = 4
+            self.max_window_layers = 28  # a threshold, not a count
+
+    config = _shallow(Config())
+    assert (config.speech_encoder_layers, config.t2u_decoder_layers) == (2, 2)
+    assert (config.num_spatial_layers, config.num_temporal_layers) == (2, 2)
+    assert config.max_window_layers == 28
+
+
 def test_per_stage_sizes_keep_the_layer_count() -> None:
     class Config:
         def __init__(self) -> None:

@@ -191,6 +191,26 @@ def _built_argument(spec: BuildSpec, load: Loader | None) -> nn.Module:
 _DEPTH_FIELDS = ("n_layer", "n_layers", "num_layers", "num_hidden_layers", "depth", "num_blocks")
 #: An encoder-decoder's two stacks, cut alike (a cache sized by one serves the other).
 _DEPTH_FIELDS += ("encoder_layers", "decoder_layers", "num_decoder_layers")
+#: The stacks of a model's parts that name their own counts: speech and unit encoders
+#: (SeamlessM4T), encoders and decoders (Moonshine, ProphetNet, OmDet-Turbo), space and
+#: time (VideoPrism), a predictor (V-JEPA 2), a folding trunk (ESMFold), a recurrent core.
+_DEPTH_FIELDS += (
+    "num_encoder_layers",
+    "encoder_num_hidden_layers",
+    "decoder_num_hidden_layers",
+    "decoder_num_layers",
+    "text_encoder_num_layers",
+    "speech_encoder_layers",
+    "t2u_encoder_layers",
+    "t2u_decoder_layers",
+    "conf_num_hidden_layers",
+    "pred_num_hidden_layers",
+    "folding_trunk_num_hidden_layers",
+    "num_spatial_layers",
+    "num_temporal_layers",
+    "n_recurrent_layers",
+    "layers",
+)
 _MAX_DEPTH = 2
 #: How many levels of configurations held by configurations are cut.
 _NESTED = 2
