@@ -80,6 +80,33 @@ def test_text_and_json_output_name_the_cell(tmp_path: Path) -> None:
     assert item["cell"] == 7 and item["location"]["row"] == 5
 
 
+def test_lines_named_in_a_message_are_named_by_their_cell() -> None:
+    """A message that names another line (`opt.zero_grad` on line N) names it as the user
+    finds it, by cell and line, not by its line in the joined module."""
+    sources = [
+        "import torch\nmodel = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters())",
+        "# Training",
+        "for x, y in [(torch.randn(4, 2), torch.randn(4, 2))]:\n    opt.zero_grad\n"
+        "    loss = ((model(x) - y) ** 2).mean()\n    loss.backward()\n    opt.step()",
+    ]
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": text}
+        if text.startswith("#")
+        else {
+            "cell_type": "code",
+            "metadata": {},
+            "source": text,
+            "outputs": [],
+            "execution_count": 1,
+        }
+        for text in sources
+    ]
+    data = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+    (found,) = lint_input("train.ipynb", data.encode(), {"TL501"})
+    assert (found.cell, found.line) == (3, 5)
+    assert "`opt.zero_grad` on cell 3, line 2 only names the method" in found.message
+
+
 def test_malformed_notebooks_are_reported_and_the_run_continues(tmp_path: Path) -> None:
     (tmp_path / "broken.ipynb").write_text("{not json")
     (tmp_path / "old.ipynb").write_text(json.dumps({"nbformat": 3, "worksheets": []}))

@@ -115,3 +115,31 @@ async def test_noqa_applies_to_shape_findings(client: LanguageClient, workspace:
     await asyncio.sleep(1.0)
     assert codes(list(client.diagnostics[doc.uri])) == ["TL9901"]
     doc.close()
+
+
+async def test_a_notebooks_shape_findings_land_on_their_cells(
+    client: LanguageClient, workspace: Path
+) -> None:
+    """The notebook's code cells are shape-checked as one module, as the command line checks an
+    `.ipynb` file; each finding is published on its cell, in the cell's coordinates, beside
+    that cell's other findings, and goes stale with an edit like a file's."""
+    from tests.test_server_notebook import Notebook
+
+    imports = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F"
+    model = SOURCE.split("\n\n\n", 1)[1]
+    nb = Notebook(
+        client,
+        workspace / "shapes.ipynb",
+        [("markdown", "# A model"), ("code", imports), ("code", model)],
+    )
+    cell = nb.uri_of(2)
+    found = await nb.until(lambda f: "TL6901" in codes(f.get(cell, [])))
+    assert codes(found[cell]) == ["TL6901", "TL9901"]
+    (shape,) = [d for d in found[cell] if d.code == "TL6901"]
+    assert shape.range.start.line == 2  # `y = self.fc(x)  # shape-bug`, third line of its cell
+    assert found.get(nb.uri_of(1)) == []
+    nb.edit(2, "return F.softmax(y, dim=1)", "return F.softmax(y, dim=-1)")
+    await nb.until(lambda f: codes(f.get(cell, [])) == ["TL9901"])  # stale until saved
+    nb.save()
+    await nb.until(lambda f: codes(f.get(cell, [])) == ["TL6901", "TL9901"])
+    nb.close()

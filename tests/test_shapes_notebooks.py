@@ -94,5 +94,7 @@ def test_a_notebook_model_is_shape_checked_and_reported_in_its_cell(tmp_path: Pa
     found = json.loads(result.stdout)
     assert [(d["code"], d["cell"], d["location"]["row"]) for d in found] == [("TL601", 3, 6)]
     assert "MNIST images [N, 1, 28, 28]" in found[0]["message"]
+    # The places it names are cells too: the joined module's lines are no use to a reader.
+    assert "used at mnist.ipynb:cell 4:" in found[0]["message"]
     assert "write nn.Linear(64 * 5 * 5, 128)" in found[0]["message"]
     assert result.stderr.strip() == ""

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import tokenize
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -68,10 +70,13 @@ class Notebook:
     line_map: list[tuple[int, int]] = field(default_factory=list)
     #: For each line of `source`, the columns of leading indent removed from the cell's line.
     column_shift: list[int] = field(default_factory=list)
+    #: The number the user sees for a cell index, where it is not the index + 1 (an editor's
+    #: code cells, given without the markdown between them).
+    numbers: dict[int, int] = field(default_factory=dict)
 
     def cell_number(self, index: int) -> int:
         """How the user counts cells: 1-based, every cell included."""
-        return index + 1
+        return self.numbers.get(index, index + 1)
 
 
 def _cell_source(cell: dict[str, Any]) -> str:
@@ -115,17 +120,18 @@ def read_notebook(text: str) -> Notebook:
     return notebook
 
 
-def notebook_from_cells(cells: list[str]) -> Notebook:
+def notebook_from_cells(cells: list[str], numbers: Sequence[int] = ()) -> Notebook:
     """The module of code cells given as texts (an editor's open notebook), masked as on disk.
 
     Cell `i` of the list is cell index `i`: diagnostics mapped with `to_cell_diagnostic` name
-    `cell=i + 1`.
+    `cell=i + 1`, or `numbers[i]` when given (the cell's number among all the notebook's).
     """
     notebook = Notebook(
         text="",
         data={"nbformat": 4, "cells": [{"cell_type": "code", "source": s} for s in cells]},
         code_cells=list(range(len(cells))),
         cell_sources=dict(enumerate(cells)),
+        numbers=dict(enumerate(numbers)),
     )
     _join(notebook)
     return notebook
@@ -217,6 +223,7 @@ def to_cell_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic
     fix = _cell_fix(notebook, diagnostic.fix, index) if diagnostic.fix else None
     return replace(
         diagnostic,
+        message=_cell_references(notebook, diagnostic.message, diagnostic.path),
         cell=notebook.cell_number(index),
         line=line + 1,
         column=column,
@@ -224,6 +231,38 @@ def to_cell_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic
         end_column=end_column,
         fix=fix,
     )
+
+
+#: A place in a file named in a message (`mnist.ipynb:18`, evidence or a frame of the engine).
+_PLACE = re.compile(r"(?P<name>[^\s:()\[\]{},;'\"`]+):(?P<line>\d+)\b")
+#: A line of the same file named in a message (`on line 12`, `at line 40`).
+_SAME_FILE_LINE = re.compile(r"\b(?P<word>at|on) line (?P<line>\d+)\b")
+
+
+def _cell_references(notebook: Notebook, message: str, path: str) -> str:
+    """The message with the lines it names in the joined module (`mnist.ipynb:18`, `at line
+    40`) named by their cell, as the user finds them (`mnist.ipynb:cell 4:1`, `at cell 4,
+    line 1`). Places in other files are left as they are."""
+    if not notebook.line_map or ("line " not in message and ":" not in message):
+        return message
+    base = os.path.basename(path)
+
+    def cell_line(line: int) -> tuple[int, int] | None:
+        if not 1 <= line <= len(notebook.line_map):
+            return None
+        index, within = notebook.line_map[line - 1]
+        return notebook.cell_number(index), within + 1
+
+    def place(match: re.Match[str]) -> str:
+        name = match["name"]
+        found = cell_line(int(match["line"])) if os.path.basename(name) == base else None
+        return f"{name}:cell {found[0]}:{found[1]}" if found else match[0]
+
+    def same_file(match: re.Match[str]) -> str:
+        found = cell_line(int(match["line"]))
+        return f"{match['word']} cell {found[0]}, line {found[1]}" if found else match[0]
+
+    return _SAME_FILE_LINE.sub(same_file, _PLACE.sub(place, message))
 
 
 def _cell_fix(notebook: Notebook, fix: Fix, index: int) -> Fix | None:

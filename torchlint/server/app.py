@@ -117,6 +117,8 @@ class NotebookLinted(Linted):
     cells: dict[str, CellLinted] = field(default_factory=dict)
     #: (cell URI, text) of each code cell linted: the lint is stale once this changes.
     snapshot: tuple[tuple[str, str], ...] = ()
+    #: Each code cell's number among all the notebook's cells, in the order linted.
+    numbers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,24 +241,26 @@ def lint_notebook(
     """Lint an open notebook's code cells (runs in the lint thread)."""
     settings = settings_for(path, root)
     sources = tuple(cell.source for cell in cells)
-    notebook = notebook_from_cells(list(sources))
+    numbers = tuple(cell.number for cell in cells)
+    # Findings name each cell by its number in the notebook, in their cell and in messages.
+    notebook = notebook_from_cells(list(sources), numbers)
     if settings.excluded:
         found = []
     else:
         found = [
-            replace(d, cell=1) for d in _over_size_limit(notebook.source, display, settings)
+            replace(d, cell=numbers[0] if numbers else 1)
+            for d in _over_size_limit(notebook.source, display, settings)
         ] or _lint_joined(notebook, display, settings.enabled, settings.torch_version)
+    index_of = {number: index for index, number in enumerate(numbers)}
     shares: list[list[Diagnostic]] = [[] for _ in cells]
     for d in found:
-        if d.cell is not None:
-            shares[d.cell - 1].append(d)
+        if d.cell in index_of:
+            shares[index_of[d.cell]].append(d)
     return NotebookLinted(
         text=Text(notebook.source, encoding),
         display=display,
         settings=settings,
-        diagnostics=[
-            replace(d, cell=cells[d.cell - 1].number) if d.cell is not None else d for d in found
-        ],
+        diagnostics=found,
         cells={
             unquote(cell.uri): CellLinted(
                 Text(cell.source, encoding),
@@ -271,6 +275,7 @@ def lint_notebook(
             for index, cell in enumerate(cells)
         },
         snapshot=tuple((cell.uri, cell.source) for cell in cells),
+        numbers=numbers,
     )
 
 
@@ -382,7 +387,10 @@ class TorchlintServer(LanguageServer):
     async def lint_now(self, uri: str, *, shapes: bool = False) -> Linted | None:
         notebook = self.notebook(uri)
         if notebook is not None:
-            return await self._lint_notebook_now(uri, notebook)
+            linted_notebook = await self._lint_notebook_now(uri, notebook)
+            if shapes:
+                self.start_shapes(uri, linted_notebook)
+            return linted_notebook
         doc = self.document(uri)
         if doc is None:
             return None
@@ -464,10 +472,14 @@ class TorchlintServer(LanguageServer):
 
     def _publish_cells(self, state: DocumentState, linted: NotebookLinted) -> None:
         """Each code cell's diagnostics (an empty list too), unless the cell already shows them
-        for its version; cells no longer linted are cleared."""
+        for its version; cells no longer linted are cleared. Shape findings of the notebook's
+        text as it is join the cells they name."""
         published: dict[str, tuple[int | None, list[types.Diagnostic]]] = {}
+        shaped = state.shape_diagnostics if state.shape_source == linted.text.source else []
         for cell in linted.cells.values():
-            shown = (cell.version, [to_lsp(d, cell.text) for d in self.shown(cell.uri, cell)])
+            found = self.shown(cell.uri, cell)
+            found += [d for d in shaped if d.cell == linted.numbers[cell.index]]
+            shown = (cell.version, [to_lsp(d, cell.text) for d in found])
             published[cell.uri] = shown
             if state.published.get(cell.uri) == shown:
                 continue
@@ -555,9 +567,19 @@ class TorchlintServer(LanguageServer):
         kept = [d for d in result.diagnostics if d.code in linted.settings.enabled]
         state.shape_diagnostics = apply_suppressions(source, kept)
         state.shape_source = source
-        had_tables, state.shape_tables = bool(state.shape_tables), result.tables
+        tables = result.tables
+        if isinstance(linted, NotebookLinted):
+            # Found in the joined cells: each goes to its cell, in the cell's coordinates. The
+            # tables' lines are the joined text's: no inlay hints in cells.
+            sources = next(iter(linted.cells.values())).sources if linted.cells else ()
+            joined = notebook_from_cells(list(sources), linted.numbers)
+            state.shape_diagnostics = [
+                to_cell_diagnostic(joined, d) for d in state.shape_diagnostics
+            ]
+            tables = []
+        had_tables, state.shape_tables = bool(state.shape_tables), tables
         self.publish(uri)
-        if result.tables or had_tables:
+        if tables or had_tables:
             self.refresh_inlay_hints()
 
     def refresh_inlay_hints(self) -> None:
