@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -253,15 +254,13 @@ class Project(importlib.abc.MetaPathFinder):
         chosen = plan(tree)
         namespace = module.__dict__
         namespace.setdefault(STAND_IN, Unavailable)
+
+        def compiled(statement: ast.stmt) -> types.CodeType:
+            module = ast.Module(body=[statement], type_ignores=[])
+            return compile(module, path, "exec", flags=chosen.future_flags, dont_inherit=True)
+
         for statement, kind in chosen.statements:
-            code = compile(
-                ast.Module(body=[statement], type_ignores=[]),
-                path,
-                "exec",
-                flags=chosen.future_flags,
-                dont_inherit=True,
-            )
-            self._run(code, statement, kind, namespace, notes)
+            self._run(compiled(statement), statement, kind, namespace, notes, compiled)
 
     def _run(
         self,
@@ -270,6 +269,7 @@ class Project(importlib.abc.MetaPathFinder):
         kind: str,
         namespace: dict[str, Any],
         notes: list[str],
+        compiled: Callable[[ast.stmt], types.CodeType],
     ) -> None:
         for _ in range(_MAX_STUB_RETRIES):
             try:
@@ -293,6 +293,8 @@ class Project(importlib.abc.MetaPathFinder):
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt | TimeoutError | MemoryError):
                     raise
+                if _run_undecorated(statement, namespace, notes, compiled):
+                    return
                 notes.append(_note(statement, exc))
                 _stand_in_for_targets(statement, namespace)
                 return
@@ -338,6 +340,39 @@ class Project(importlib.abc.MetaPathFinder):
                     value = make_stub(alias.name)
                     self.stubbed.append(f"{name}.{alias.name}")
             namespace[bound] = value
+
+
+def _run_undecorated(
+    statement: ast.stmt,
+    namespace: dict[str, Any],
+    notes: list[str],
+    compiled: Callable[[ast.stmt], types.CodeType],
+) -> bool:
+    """Define a class or function whose decorators could not all be had (a registry's
+    `@HEADS_REGISTRY.register()`, the registry made by code the slicer did not run)
+    without those decorators, which register it rather than change it. Whether it
+    was defined so."""
+    if not isinstance(statement, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    kept, dropped = [], []
+    for decorator in statement.decorator_list:
+        try:
+            eval(compile(ast.Expression(decorator), "<decorator>", "eval"), namespace)
+        except Exception as exc:
+            dropped.append((decorator, exc))
+        else:
+            kept.append(decorator)
+    if not dropped:
+        return False
+    clone = copy.copy(statement)
+    clone.decorator_list = kept
+    try:
+        exec(compiled(clone), namespace)
+    except Exception:
+        return False
+    for decorator, exc in dropped:
+        notes.append(f"{_note(decorator, exc)} (the decorator was left out)")
+    return True
 
 
 def _stand_in_for_targets(statement: ast.stmt, namespace: dict[str, Any]) -> None:
