@@ -212,6 +212,17 @@ def guesses_for(
             for run, values in zip(runs, keyed, strict=True):
                 run[param.name] = values
             continue
+        record = _size_record(param, namespace or {})
+        if record is not None:
+            # `dims: ModelDimensions`, a dataclass of sizes with no defaults: its fields are
+            # guessed as a constructor's parameters would be, and the record built per run.
+            filled = _filled_records(record)
+            if filled is None:
+                return None
+            for run, value in zip(runs, filled, strict=True):
+                run[param.name] = value
+            sized += 1
+            continue
         kind = _kind(param, uses) or _helper_object(param, namespace or {})
         if kind is None:
             return None
@@ -447,6 +458,40 @@ def _helper_object(param: inspect.Parameter, namespace: dict[str, Any]) -> type 
     return annotation
 
 
+def _size_record(param: inspect.Parameter, namespace: dict[str, Any]) -> type | None:
+    """The dataclass a parameter's annotation names when some of its fields have no default
+    (whisper's `dims: ModelDimensions` of ten ints): its fields are what to guess."""
+    annotation = param.annotation
+    if isinstance(annotation, str):
+        annotation = namespace.get(annotation.strip().strip("'\""))
+    if not (isinstance(annotation, type) and dataclasses.is_dataclass(annotation)):
+        return None
+    fields = dataclasses.fields(annotation)
+    if not any(f.default is f.default_factory is dataclasses.MISSING for f in fields):
+        return None  # built from its defaults (see `build`)
+    return annotation
+
+
+def _filled_records(record: type) -> list[_Filled] | None:
+    """A record per run with its fields guessed (see `guesses_for`), or None when a field
+    cannot be guessed or would make variants."""
+    try:
+        parameters = list(inspect.signature(record).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    module = sys.modules.get(record.__module__)
+    inner = guesses_for(parameters, None, vars(module) if module is not None else {})
+    if inner is None or len(inner) != 1:
+        return None
+    filled = []
+    for values in inner[0].runs:
+        try:
+            filled.append(_Filled(record(**values), values, record=True))
+        except Exception:
+            return None
+    return filled
+
+
 def _int_or_tuple(annotation: Any) -> bool:
     """`int | tuple[int, int]` (torch's `_size_2_t`), as an object or as text."""
     if isinstance(annotation, str):
@@ -518,8 +563,10 @@ def config_sizes(cls: type, arguments: dict[str, Any], run: int) -> dict[str, An
 class _Filled:
     """A configuration object given sizes, shown by them in messages."""
 
-    def __init__(self, value: Any, sizes: dict[str, Any]) -> None:
+    def __init__(self, value: Any, sizes: dict[str, Any], record: bool = False) -> None:
         self.value, self.sizes = value, sizes
+        #: A record whose every field was guessed: its fields are the run's sizes too.
+        self.record = record
 
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={v!r}" for k, v in self.sizes.items())

@@ -289,6 +289,11 @@ class World:
         for start, end, step in self.steps:
             if step.module is not None or step.op is None or step.op in _RESHAPES:
                 continue
+            if step.op in _LAYER_OPS:
+                # A layer's op called from the user's code (a `Conv1d` subclass's own
+                # `_conv_forward`) holds the input's channels equal to its weight's: no
+                # other size would do.
+                continue
             for guard in guards[start:end]:
                 expr = guard.expr
                 if not isinstance(expr, sympy.Eq):
@@ -431,6 +436,10 @@ def _fx_failure(
         if name in PASS_OPS and first.args and isinstance(first.args[0], fx.Node):
             first = first.args[0]
             continue
+        made_by = _library_layer(first, world.model, user_files)
+        if made_by is not None:  # the op of a layer fx traced into: the layer made it
+            failure.producer, failure.producer_module = made_by
+            break
         failure.producer = name
         if name == "cat" and first.args:
             parts = first.args[0]
@@ -479,6 +488,7 @@ def _library_layer(
     if node.op != "call_function" or op_name(node.target) not in _LAYER_OPS:
         return None
     for arg in _flat_args(node):
+        arg = _uncast(arg)
         if not isinstance(arg, fx.Node) or arg.op != "get_attr" or "." not in str(arg.target):
             continue
         # The graph module holds copies of the attributes only: the model holds the layer.
@@ -490,6 +500,19 @@ def _library_layer(
         if library_layer(layer, user_files):
             return owner, layer
     return None
+
+
+#: Tensor methods that change a weight's dtype, device or layout, not its sizes.
+_CASTS = frozenset({"to", "type", "float", "half", "double", "bfloat16", "contiguous"})
+
+
+def _uncast(arg: Any) -> Any:
+    """The node a weight was cast from (whisper's `weight.to(x.dtype)`), else `arg`."""
+    while isinstance(arg, fx.Node) and arg.op == "call_method" and arg.target in _CASTS:
+        if not arg.args:
+            break
+        arg = arg.args[0]
+    return arg
 
 
 def library_layer(layer: nn.Module, user_files: set[str]) -> bool:
@@ -758,7 +781,7 @@ def _hooks_failure(
 
 def _weight_layer(node: fx.Node, model: nn.Module) -> tuple[str, nn.Module] | None:
     """The path and Linear whose weight a traced `linear` call takes, if one does."""
-    weight = node.args[1] if len(node.args) > 1 else node.kwargs.get("weight")
+    weight = _uncast(node.args[1] if len(node.args) > 1 else node.kwargs.get("weight"))
     if not (isinstance(weight, fx.Node) and weight.op == "get_attr"):
         return None
     path, _, attr = _strip_entry(str(weight.target)).rpartition(".")

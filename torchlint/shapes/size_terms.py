@@ -34,6 +34,9 @@ def variables(runs: list[dict[str, Any]]) -> dict[str, tuple[int, ...]]:
         elif isinstance(value, dict):  # a configuration read by key (`cfg["emb_dim"]`)
             keyed = [{f'{name}["{k}"]': v for k, v in run[name].items()} for run in runs]
             found.update(variables(keyed))
+        elif getattr(value, "record", False):  # a record of guessed sizes (`dims.n_vocab`)
+            fields = [{f"{name}.{k}": v for k, v in run[name].sizes.items()} for run in runs]
+            found.update(variables(fields))
         elif _integer(value):
             found[name] = tuple(run[name] for run in runs)
         elif isinstance(value, tuple) and all(_integer(v) for v in value):
@@ -91,8 +94,9 @@ _COMPARED = (
     re.compile(r"expects (?P<x>\S+) channels in \S+ groups" + _GOT),
     re.compile(rf"of size \[(?P<x>(?:[^\[\]]|{_ITEM})+)\]" + _GOT),
 )
-_IDENTIFIER = re.compile(rf"[A-Za-z_]\w*(?:{_ITEM})?")
-_TERM = re.compile(r'[\w\[\]\s+\-*/()"]+')
+#: An argument's name, a field of one (`dims.n_state`, `config.d_out`) or an item of one.
+_IDENTIFIER = re.compile(rf"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:{_ITEM})?")
+_TERM = re.compile(r'[\w\[\]\s+\-*/()."]+')
 #: Values tried for the arguments a comparison involves, by how many there are.
 _SEARCH = {1: 4096, 2: 256, 3: 40}
 
