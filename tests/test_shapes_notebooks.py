@@ -70,7 +70,7 @@ def _cell(kind: str, text: str) -> dict:
     return {**cell, "outputs": [], "execution_count": None} if kind == "code" else cell
 
 
-def test_a_notebook_model_is_shape_checked_and_reported_in_its_cell(tmp_path: Path) -> None:
+def _write_notebook(folder: Path) -> None:
     cells = [
         _cell("code", IMPORTS),
         _cell("markdown", "# A CNN for MNIST digits"),
@@ -78,8 +78,12 @@ def test_a_notebook_model_is_shape_checked_and_reported_in_its_cell(tmp_path: Pa
         _cell("code", TRAINING),
     ]
     notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}
-    (tmp_path / "mnist.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    (tmp_path / "layers.py").write_text(LAYERS, encoding="utf-8")
+    (folder / "mnist.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    (folder / "layers.py").write_text(LAYERS, encoding="utf-8")
+
+
+def test_a_notebook_model_is_shape_checked_and_reported_in_its_cell(tmp_path: Path) -> None:
+    _write_notebook(tmp_path)
     result = run_cli(
         "mnist.ipynb",
         "--no-cache",
@@ -98,3 +102,21 @@ def test_a_notebook_model_is_shape_checked_and_reported_in_its_cell(tmp_path: Pa
     assert "used at mnist.ipynb:cell 4:" in found[0]["message"]
     assert "write nn.Linear(64 * 5 * 5, 128)" in found[0]["message"]
     assert result.stderr.strip() == ""
+
+
+def test_a_notebooks_shape_tables_name_cells(tmp_path: Path) -> None:
+    """`torchlint shapes` makes tables for a notebook's models, as for a file's: the model,
+    its rows, its finding and the evidence are placed by cell and line in the cell."""
+    _write_notebook(tmp_path)
+    text = run_cli("shapes", "mnist.ipynb::Net", cwd=tmp_path)
+    assert text.returncode == 1  # the table's model fails (TL601)
+    assert text.stdout.startswith("Net (mnist.ipynb:cell 3:1)\n")
+    assert "evidence: MNIST images [N, 1, 28, 28] used at mnist.ipynb:cell 4:1" in text.stdout
+    assert "TL601 fc1 = nn.Linear(64 * 7 * 7, 128) expects 3136 input features" in text.stdout
+    assert "at mnist.ipynb:cell 3:13); write nn.Linear(64 * 5 * 5, 128)" in text.stdout
+    result = run_cli("shapes", "mnist.ipynb", "--output-format", "json", cwd=tmp_path)
+    (net,) = [t for t in json.loads(result.stdout)["models"] if t["model"] == "Net"]
+    assert (net["cell"], net["line"]) == (3, 1)
+    fc1 = next(row for row in net["rows"] if row["name"] == "fc1")
+    assert (fc1["cell"], fc1["line"]) == (3, 13)
+    assert (net["finding"]["cell"], net["finding"]["line"]) == (3, 6)

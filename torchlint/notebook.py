@@ -223,7 +223,7 @@ def to_cell_diagnostic(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic
     fix = _cell_fix(notebook, diagnostic.fix, index) if diagnostic.fix else None
     return replace(
         diagnostic,
-        message=_cell_references(notebook, diagnostic.message, diagnostic.path),
+        message=cell_references(notebook, diagnostic.message, diagnostic.path),
         cell=notebook.cell_number(index),
         line=line + 1,
         column=column,
@@ -239,7 +239,7 @@ _PLACE = re.compile(r"(?P<name>[^\s:()\[\]{},;'\"`]+):(?P<line>\d+)\b")
 _SAME_FILE_LINE = re.compile(r"\b(?P<word>at|on) line (?P<line>\d+)\b")
 
 
-def _cell_references(notebook: Notebook, message: str, path: str) -> str:
+def cell_references(notebook: Notebook, message: str, path: str) -> str:
     """The message with the lines it names in the joined module (`mnist.ipynb:18`, `at line
     40`) named by their cell, as the user finds them (`mnist.ipynb:cell 4:1`, `at cell 4,
     line 1`). Places in other files are left as they are."""

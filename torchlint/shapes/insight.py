@@ -18,9 +18,19 @@ from typing import Any
 
 from torchlint.diagnostic import Diagnostic
 from torchlint.errors import TorchlintError
+from torchlint.notebook import (
+    NOTEBOOK_SUFFIX,
+    Notebook,
+    NotebookError,
+    cell_references,
+    read_notebook,
+    to_cell_diagnostic,
+)
 
 Table = dict[str, Any]
 
+#: What the tables are made for: Python files, and notebooks by their joined code cells.
+_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
 #: At most this many other project files are read for evidence.
 _EVIDENCE_FILES = 2000
 _SEPARATOR = "::"
@@ -59,12 +69,17 @@ def collect(targets: list[Target], *, timeout: float = 20.0) -> Insight:
         raise TorchlintError("`torchlint shapes` needs torch; install it (pip install torch)")
     sources: dict[str, str] = {}
     displays: dict[str, str] = {}
+    notebooks: dict[str, Notebook] = {}
     named: dict[str, set[str] | None] = {}
     for target in targets:
         for file in _files(target.path):
             display = str(file)
             if display not in sources:
-                sources[display] = _read(file)
+                text = _read(file)
+                if file.suffix == NOTEBOOK_SUFFIX:
+                    notebooks[display] = _notebook(file, text)
+                    text = notebooks[display].source  # its code cells, joined
+                sources[display] = text
                 displays[os.path.abspath(display)] = display
             names = named.setdefault(display, set())
             if target.name is None or names is None:
@@ -101,15 +116,67 @@ def collect(targets: list[Target], *, timeout: float = 20.0) -> Insight:
                     or "not checked"
                 )
                 insight.skipped.append((display, name, line, reason))
+    for display, notebook in notebooks.items():
+        _in_cells(insight, display, notebook)
     return insight
+
+
+def _notebook(path: Path, text: str) -> Notebook:
+    try:
+        return read_notebook(text)
+    except NotebookError as exc:
+        raise TorchlintError(f"{path}: cannot read notebook: {exc}") from None
+
+
+def _in_cells(insight: Insight, display: str, notebook: Notebook) -> None:
+    """A notebook's tables and skips with their lines in its cells (`cell` and the line in
+    it), as its diagnostics have them: the joined module's lines are no use to a reader."""
+    abspath = os.path.abspath(display)
+
+    def place(line: int) -> tuple[int, int]:
+        index, within = notebook.line_map[min(max(line, 1), len(notebook.line_map)) - 1]
+        return notebook.cell_number(index), within + 1
+
+    for table in insight.tables:
+        if table.get("path") not in (display, abspath) or not notebook.line_map:
+            continue
+        if isinstance(table.get("line"), int):
+            table["cell"], table["line"] = place(table["line"])
+        described = table.get("input") or {}
+        if described.get("label"):  # the evidence's place: `used at mnist.ipynb:cell 4:1`
+            described["label"] = cell_references(notebook, described["label"], display)
+        for row in table.get("rows") or []:
+            if row.get("line") and row.get("path", table["path"]) in (display, abspath):
+                row["cell"], row["line"] = place(row["line"])
+        finding = table.get("finding")
+        if finding and isinstance(finding.get("line"), int):
+            moved = to_cell_diagnostic(notebook, _as_diagnostic(finding, display))
+            table["finding"] = {
+                **finding,
+                "cell": moved.cell,
+                "line": moved.line,
+                "message": moved.message,
+            }
+    insight.skipped = [
+        (path, name, line, reason)
+        if path != display or not notebook.line_map
+        else (path, name, "cell {}:{}".format(*place(line)), reason)
+        for path, name, line, reason in insight.skipped
+    ]
+
+
+def _as_diagnostic(finding: dict[str, Any], display: str) -> Diagnostic:
+    line, column = finding["line"], finding.get("col") or 1
+    code, message = finding.get("code", ""), finding.get("message", "")
+    return Diagnostic(display, line, column, line, column, code, code, message)
 
 
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
-        return sorted(p for p in path.rglob("*.py") if p.is_file())
+        return sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
     if path.is_file():
-        if path.suffix != ".py":
-            raise TorchlintError(f"{path}: shape tables are made for .py files")
+        if path.suffix not in _SUFFIXES:
+            raise TorchlintError(f"{path}: shape tables are made for .py files and notebooks")
         return [path]
     raise TorchlintError(f"{path}: no such file or directory")
 

@@ -85,6 +85,8 @@ def _line(row: dict[str, Any], table: Table) -> str:
     path = row.get("path")
     if path and path != table.get("path"):
         return f"{os.path.basename(path)}:{row['line']}"
+    if row.get("cell"):  # a notebook's cell
+        return f"cell {row['cell']}:{row['line']}"
     return str(row["line"])
 
 
@@ -153,7 +155,8 @@ def render_table(
 ) -> str:
     """One model's table as text, at most `width` characters wide where possible."""
     style = style or Style()
-    where = f"{display or table.get('path', '')}:{table.get('line', '?')}"
+    cell = f"cell {table['cell']}:" if table.get("cell") else ""
+    where = f"{display or table.get('path', '')}:{cell}{table.get('line', '?')}"
     title = f"{table['model']} ({where})"
     out = [title, "=" * min(len(title), width)]
     if table.get("status") == "skipped" or "rows" not in table:
