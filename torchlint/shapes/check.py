@@ -69,6 +69,7 @@ from torchlint.shapes.infer import (
     infer_from_graph,
     infer_from_name,
     infer_from_source,
+    joined_plan,
     leading_reshape,
     shape_free_plan,
     unread_input_plans,
@@ -983,9 +984,13 @@ class FileChecker:
             if named:
                 # One value per sample by its name (`timestep` -> [N]); the layer that takes
                 # it may say otherwise (a time embedding already made, [N, C]): tried next.
-                found = named + (
-                    infer_from_graph(graph, entry, index) or infer_from_source(model, index) or []
-                )
+                # Joined by `cat` with the other inputs (InfoGAN's one-hot `labels`), it has
+                # their rank: that first.
+                graphed = infer_from_graph(graph, entry, index)
+                if graphed and all(joined_plan(plan) for plan in graphed):
+                    found = graphed + named
+                else:
+                    found = named + (graphed or infer_from_source(model, index) or [])
             else:
                 found = (
                     infer_from_graph(graph, entry, index)

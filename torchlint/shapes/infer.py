@@ -334,11 +334,14 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
         elif name == "broadcast":  # `x * mask`: taken to keep x's shape (assumed)
             continue
         elif name == "share":  # joined with other inputs: an equal part of the size (assumed)
-            dim, parts = int(args[0]) % rank, int(args[1])
+            dim, parts, position = int(args[0]) % rank, int(args[1]), int(args[2])
             size = shape[dim]
-            if size.name is not None or size.hint % parts:
+            if size.name is not None or size.hint < parts:
                 return None
-            shape[dim] = Dim.fixed(size.hint // parts)
+            # Parts that do not divide it (InfoGAN's noise, one-hot labels and code: 62 + 10
+            # + 2 = 74): the first takes what is left over.
+            left = size.hint % parts if position == 0 else 0
+            shape[dim] = Dim.fixed(size.hint // parts + left)
         elif name in ("split", "chunk", "unbind"):
             undone = undo(shape, name, args)
             if undone is None:
@@ -347,6 +350,15 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
         else:
             return None
     return shape
+
+
+#: Why an input joined with others by `cat` before the first layer has its shape.
+JOINED = "to be an equal part of the inputs joined by `cat`"
+
+
+def joined_plan(plan: InputPlan) -> bool:
+    """Whether the plan is that of an input joined with others by `cat` (see `JOINED`)."""
+    return (plan.label or "").endswith(JOINED)
 
 
 def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[InputPlan] | None:
@@ -381,7 +393,7 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                     if shape is not None:
                         plans.append(InputPlan([TensorSpec(shape, dtype)]))
                 if any(step == "share" for step, _ in steps):
-                    plans = assumed(plans, "to be an equal part of the inputs joined by `cat`")
+                    plans = assumed(plans, JOINED)
                 return plans or None
             if is_einops_layer(module):
                 dims = pattern_input(module) if not steps else None
@@ -446,8 +458,9 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
     return None
 
 
-def _joined_inputs(consumer: fx.Node, current: fx.Node) -> tuple[int, int] | None:
-    """(dim, number of parts) of a `torch.cat` of forward inputs alone that takes `current`."""
+def _joined_inputs(consumer: fx.Node, current: fx.Node) -> tuple[int, int, int] | None:
+    """(dim, number of parts, the place of `current` among them) of a `torch.cat` of forward
+    inputs alone that takes `current`."""
     if op_name(consumer.target) != "cat" or not consumer.args:
         return None
     parts = consumer.args[0]
@@ -456,7 +469,7 @@ def _joined_inputs(consumer: fx.Node, current: fx.Node) -> tuple[int, int] | Non
     if not all(isinstance(p, fx.Node) and p.op == "placeholder" for p in parts):
         return None
     dim = consumer.args[1] if len(consumer.args) > 1 else consumer.kwargs.get("dim", 0)
-    return (dim, len(parts)) if isinstance(dim, int) else None
+    return (dim, len(parts), parts.index(current)) if isinstance(dim, int) else None
 
 
 #: einops functions whose pattern's left side is their input's shape.
