@@ -871,6 +871,11 @@ class FileChecker:
         passing = [(p, r) for p, r in results if r.ok]
         if passing and all(is_assumed(p) for p, _ in definite):
             definite = []  # a guessed input's failure is no news when another guess runs
+        between = [(p, r) for p, r in definite if _between_layers(r.code, r.failure)]
+        if between and not passing:
+            # Two layers that do not fit each other, whatever the input: the other guesses
+            # of the input failed on the input itself (a label's rank at a `cat`).
+            definite = between
         if not definite and passing:
             self._note_stop(model, passing[0][1], label, where)
             self._constraints(passing[0][1], passing[0][0], label, where, prefix, model)
@@ -879,7 +884,7 @@ class FileChecker:
             plan, result = definite[0]
             assert result.code is not None and result.failure is not None
             conventional = plan.source in ("config", "named")
-            if is_assumed(plan) or (
+            if (is_assumed(plan) and not _between_layers(result.code, result.failure)) or (
                 conventional
                 and (not F.layer_sizes(result.failure.module) or _unbatched(result.failure))
             ):
@@ -2266,6 +2271,34 @@ def _unknown(name: str) -> str:
         f"cannot infer the shape of `{name}`; declare it with "
         "`# torchlint: input-shape=(...)` on the class line"
     )
+
+
+#: What a layer makes, by the attribute that sizes its output.
+_OUTPUT_SIZES = ("out_features", "out_channels", "embedding_dim", "hidden_size")
+
+
+def _between_layers(code: str | None, failure: Failure) -> bool:
+    """Whether a layer-size failure is between two of the model's layers, whatever its input:
+    the failing layer takes the output of the layer before it (an InfoGAN generator's
+    `BatchNorm2d(128)` after `Conv2d(128, 64)`), and that output's size is the earlier
+    layer's own. An input assumed (to pass a layer unchanged, to be an equal part of a
+    `cat`) changes neither."""
+    if code not in _LAYER_CODES or failure.module is None or not failure.inputs:
+        return False
+    producer = failure.producer_module
+    made = [getattr(producer, a, None) for a in _OUTPUT_SIZES] if producer is not None else []
+    made = [size for size in made if isinstance(size, int)]
+    shape = failure.inputs[0]
+    if not made or shape is None or len(shape) < 2:
+        return False
+    got = shape[1] if len(shape) > 2 and not isinstance(failure.module, _LAST_DIM) else shape[-1]
+    return isinstance(got, int) and got in made and got not in F.layer_sizes(failure.module)
+
+
+#: TL601-TL604: a layer whose size does not fit what it is given.
+_LAYER_CODES = frozenset({"TL601", "TL602", "TL603", "TL604"})
+#: Layers that read their input's last dimension, whatever its rank.
+_LAST_DIM = (nn.Linear, nn.LayerNorm, nn.Embedding, nn.RNNBase)
 
 
 def _failure_reason(failure: Failure, stubbed: list[str]) -> str:
