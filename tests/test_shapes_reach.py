@@ -194,3 +194,21 @@ def test_a_modular_templates_class_is_checked_in_its_generated_file(tmp_path) ->
     (tmp_path / "modeling_toy.py").unlink()
     found = check_files([(str(template), template.read_text())])
     assert [d.code for ds in found.values() for d in ds] == ["TL605"]
+
+
+def test_a_script_whose_only_model_is_a_sequential_is_shape_checked(tmp_path) -> None:
+    """A beginner's script builds its model with `nn.Sequential` and never writes `Module`:
+    the command line checks it as `shapes.check_files` does (it skipped the file before)."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "\n"
+        "model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.Linear(64, 10))\n"
+        "logits = model(torch.randn(8, 1, 28, 28))\n"
+    )
+    result = run_cli("--no-cache", "--select", "TL6", "train.py", cwd=tmp_path)
+    assert "train.py:4:" in result.stdout and "TL601 nn.Linear(64, 10)" in result.stdout, (
+        result.stdout
+    )

@@ -466,7 +466,7 @@ def _shape_candidates(tasks: list[_Task], overrides: Overrides) -> list[_Task]:
         for t in tasks
         if (overrides.shapes or t.settings.config.shapes) != "off"
         and any(c.startswith(SHAPE_PREFIX) for c in t.settings.enabled)
-        and b"Module" in t.data
+        and (b"Module" in t.data or b"Sequential(" in t.data)  # a class, or a model built
     ]
 
 

@@ -541,7 +541,7 @@ class TorchlintServer(LanguageServer):
             or not self.options.runs_shapes
             or self.shapes.available is False
             or not linted.settings.wants_shapes
-            or "Module" not in linted.text.source
+            or not ("Module" in linted.text.source or "Sequential(" in linted.text.source)
             or not shapes_installed()
         ):
             return

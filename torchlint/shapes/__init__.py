@@ -278,6 +278,12 @@ def worker_job(info: FileInfo, facts: dict[tuple[str, str], dict[str, Any]]) -> 
         },
         "module_level": info.module_level,
         "module_level_spec": facts.get((info.abspath, evidence.MODULE_LEVEL)),
+        # Each module-level model's own evidence (`model_0(image)`), where it has some.
+        "module_level_specs": {
+            name: spec
+            for name in info.module_level
+            if (spec := facts.get((info.abspath, f"{evidence.MODULE_LEVEL}:{name}")))
+        },
     }
 
 

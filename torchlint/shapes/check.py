@@ -350,6 +350,9 @@ class FileChecker:
                 site = site_of(value)
                 line = site.line if site is not None else 1
                 spec = job.get("module_level_spec") or {"evidence": []}
+                own = (job.get("module_level_specs") or {}).get(name)
+                if own:  # its own calls first (`model_0(image)`), then the file's data
+                    spec = {**spec, "evidence": [*own["evidence"], *spec.get("evidence", [])]}
                 self.check_model(value, name, (path, line), spec, {}, prefix=name)
         # A block built from a configuration object (`Block(config)`) gets the parent's
         # kind of configuration: one the parent did not check is checked with the default

@@ -35,7 +35,13 @@ from torchlint.shapes.astutil import (
 from torchlint.shapes.call_values import SAME_MODEL, LocalValues, changed_names, encoded
 from torchlint.shapes.class_owners import ClassOwners
 from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo
-from torchlint.shapes.image_data import DATASETS, RESIZES, image_evidence
+from torchlint.shapes.image_data import (
+    DATASETS,
+    RESIZES,
+    dataset_samples,
+    image_evidence,
+    sample_of,
+)
 from torchlint.shapes.script_values import parsed_options
 
 Evidence = dict[str, Any]
@@ -234,6 +240,12 @@ def _scan_file(
         if by_path[abspath].module_level:
             used_here.add((abspath, MODULE_LEVEL))
     naming = _naming_lines(source, owners)
+    # The file's images, and one sample of each of its datasets (`image, label = data[0]`).
+    has_data = any(name in source for name in DATASETS)
+    images = image_evidence(tree, aliases, path, options, owners, data) if has_data else None
+    samples = dataset_samples(tree, aliases, images)
+    # Module-level models (`model_0 = nn.Sequential(...)`) called on a tensor of the file.
+    module_models = set(by_path[abspath].module_level) if abspath in by_path else set()
 
     def models(call: ast.Call) -> tuple[str, str, str] | None:
         name = _call_class_name(call)
@@ -268,6 +280,8 @@ def _scan_file(
                 for call in _own_calls(node):
                     read_before[id(call)] = ctor_of(call, local)
                 local.bind(node)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and samples:
+                _bind_sample(node, samples, tensors)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
@@ -281,7 +295,7 @@ def _scan_file(
                     tensor = _tensor_literal(node.value, aliases, data)
                     if tensor is not None:
                         tensors[target.id] = tensor
-                    else:
+                    elif sample_of(node.value) not in samples:
                         tensors.pop(target.id, None)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 used = _resolve(node.id, abspath, owners)
@@ -317,6 +331,9 @@ def _scan_file(
                 key = instances[func.id]
             elif isinstance(func, ast.Call):
                 key = _instance_of(func, abspath, owners)
+            if key is None and isinstance(func, ast.Name) and func.id in module_models:
+                key = (abspath, f"{MODULE_LEVEL}:{func.id}")
+                result.setdefault(key, {"evidence": []})
             # Only the positional tensors: keywords are options (`return_loss=True`) or
             # inputs the model has defaults for; a required one left out finds no plan.
             if key is not None and node.args:
@@ -364,14 +381,32 @@ def _scan_file(
                 if used is not None:
                     result[(used.abspath, inner.id)]["sub_block"] = True
     # A data set is named in the text wherever it is used (`datasets.MNIST`, an import).
-    named = used_here and any(name in source for name in DATASETS)
-    image = image_evidence(tree, aliases, path, options, owners, data) if named else None
+    image = images if used_here else None
     if image is not None:
         for key in used_here:
             # A model built in this file is used with the data: its channels count even
             # when they contradict the model's first layer. The other classes defined here
             # only take the size, when their channels agree.
             result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def _bind_sample(
+    node: ast.Assign, samples: dict[str, Evidence], tensors: dict[str, Evidence]
+) -> None:
+    """`image = data[0][0]` or `image, label = data[0]`: the name holds one sample's image."""
+    target, value = node.targets[0], node.value
+    if isinstance(target, ast.Name) and sample_of(value) in samples:
+        tensors[target.id] = samples[sample_of(value) or ""]
+    elif (
+        isinstance(target, ast.Tuple)
+        and target.elts
+        and isinstance(target.elts[0], ast.Name)
+        and isinstance(value, ast.Subscript)
+        and isinstance(value.value, ast.Name)
+        and value.value.id in samples
+        and isinstance(value.slice, ast.Constant)
+    ):
+        tensors[target.elts[0].id] = samples[value.value.id]
 
 
 def _within(scope: ast.AST, spans: list[tuple[int, int]]) -> bool:

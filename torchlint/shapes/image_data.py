@@ -102,6 +102,57 @@ def image_evidence(
     }
 
 
+def dataset_samples(
+    tree: ast.Module, aliases: dict[str, str], image: dict[str, Any] | None
+) -> dict[str, dict[str, Any]]:
+    """Per module-level name bound to a dataset whose transform makes tensors
+    (`train_data = datasets.FashionMNIST(..., transform=ToTensor())`), one sample's image
+    as a tensor ([1, 28, 28]: no batch), from the file's `image` evidence. None where the
+    file builds datasets of more than one kind (which size is whose)."""
+    if image is None or None in image["shape"]:
+        return {}
+    built: dict[str, tuple[str, int]] = {}
+    kinds = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            qual = qualify(node.func, aliases) or ""
+            if qual.rsplit(".", 1)[-1] in DATASETS and "datasets" in qual:
+                kinds.add(qual.rsplit(".", 1)[-1])
+    if len(kinds) != 1:
+        return {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)):
+            continue
+        qual = qualify(value.func, aliases) or ""
+        transform = _argument(value, 99, "transform")
+        makes_tensors = transform is not None and "ToTensor" in ast.unparse(transform)
+        if qual.rsplit(".", 1)[-1] in kinds and makes_tensors:
+            built[target.id] = (qual.rsplit(".", 1)[-1], node.lineno)
+    return {
+        name: {
+            "shape": list(image["shape"]),
+            "dtype": "float",
+            "label": f"a sample of {name} ({image['label']})",
+        }
+        for name in built
+    }
+
+
+def sample_of(value: ast.expr) -> str | None:
+    """The dataset a one-sample read takes its image from: `train_data[0][0]` (or `D[i]`
+    unpacked, `image, label = D[0]`: see the caller), the dataset's name."""
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Subscript):
+        index = value.slice
+        if isinstance(index, ast.Constant) and index.value == 0:
+            inner = value.value
+            if isinstance(inner.value, ast.Name) and isinstance(inner.slice, ast.Constant):
+                return inner.value.id
+    return None
+
+
 def _argument(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
     if len(call.args) > index and not isinstance(call.args[index], ast.Starred):
         return call.args[index]
