@@ -396,7 +396,8 @@ def _bind_sample(
     """`image = data[0][0]` or `image, label = data[0]`: the name holds one sample's image."""
     target, value = node.targets[0], node.value
     if isinstance(target, ast.Name) and sample_of(value) in samples:
-        tensors[target.id] = samples[sample_of(value) or ""]
+        sample = samples[sample_of(value) or ""]
+        tensors[target.id] = {**sample, "label": f"`{target.id}`, {sample['label']},"}
     elif (
         isinstance(target, ast.Tuple)
         and target.elts
@@ -406,7 +407,8 @@ def _bind_sample(
         and value.value.id in samples
         and isinstance(value.slice, ast.Constant)
     ):
-        tensors[target.elts[0].id] = samples[value.value.id]
+        name, sample = target.elts[0].id, samples[value.value.id]
+        tensors[name] = {**sample, "label": f"`{name}`, {sample['label']},"}
 
 
 def _within(scope: ast.AST, spans: list[tuple[int, int]]) -> bool:

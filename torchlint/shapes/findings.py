@@ -552,6 +552,10 @@ def definite(code: str, failure: Failure, ctx: Context) -> Finding:
             return _finding(code, message, at_cat, ctx, prefer_layer=False)
         if fixed is not None:
             message += f"; write {fixed.call}"
+        elif data_first and code == "TL601" and shape is not None and len(shape) >= 3:
+            # An image given to a Linear first (the beginner's `model_0(image)`): no size of
+            # the Linear takes it unflattened.
+            message += "; a Linear takes features: flatten the image first (nn.Flatten())"
         elif data_first and code in ("TL601", "TL603", "TL604"):
             value = _received_size(module, shape)
             if value is not None:

@@ -135,7 +135,7 @@ def dataset_samples(
         name: {
             "shape": list(image["shape"]),
             "dtype": "float",
-            "label": f"a sample of {name} ({image['label']})",
+            "label": f"one {image['label']} sample of {name}",
         }
         for name in built
     }
