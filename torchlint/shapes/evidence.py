@@ -246,6 +246,9 @@ def _scan_file(
     samples = dataset_samples(tree, aliases, images)
     # Module-level models (`model_0 = nn.Sequential(...)`) called on a tensor of the file.
     module_models = set(by_path[abspath].module_level) if abspath in by_path else set()
+    # A notebook binds `net` anew cell after cell: the model checked is the last one, and
+    # only the calls after it are its own.
+    rebound = _last_bindings(tree, module_models)
 
     def models(call: ast.Call) -> tuple[str, str, str] | None:
         name = _call_class_name(call)
@@ -331,7 +334,12 @@ def _scan_file(
                 key = instances[func.id]
             elif isinstance(func, ast.Call):
                 key = _instance_of(func, abspath, owners)
-            if key is None and isinstance(func, ast.Name) and func.id in module_models:
+            if (
+                key is None
+                and isinstance(func, ast.Name)
+                and func.id in module_models
+                and node.lineno > rebound.get(func.id, 0)
+            ):
                 key = (abspath, f"{MODULE_LEVEL}:{func.id}")
                 result.setdefault(key, {"evidence": []})
             # Only the positional tensors: keywords are options (`return_loss=True`) or
@@ -388,6 +396,21 @@ def _scan_file(
             # when they contradict the model's first layer. The other classes defined here
             # only take the size, when their channels agree.
             result[key]["evidence"].append({**image, "direct": key in called_here})
+
+
+def _last_bindings(tree: ast.Module, names: set[str]) -> dict[str, int]:
+    """The line of each name's last top-level binding (an assignment or a `def`)."""
+    last: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in names:
+            last[node.name] = node.end_lineno or node.lineno
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for inner in ast.walk(target):
+                    if isinstance(inner, ast.Name) and inner.id in names:
+                        last[inner.id] = node.end_lineno or node.lineno
+    return last
 
 
 def _bind_sample(
