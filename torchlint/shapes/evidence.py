@@ -283,8 +283,6 @@ def _scan_file(
                 for call in _own_calls(node):
                     read_before[id(call)] = ctor_of(call, local)
                 local.bind(node)
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and samples:
-                _bind_sample(node, samples, tensors)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
@@ -295,11 +293,21 @@ def _scan_file(
                         instances[target.id] = key
                     else:
                         instances.pop(target.id, None)
-                    tensor = _tensor_literal(node.value, aliases, data)
+                    tensor = _tensor_literal(node.value, aliases, data) or _sample(
+                        target.id, sample_of(node.value), samples
+                    )
                     if tensor is not None:
                         tensors[target.id] = tensor
-                    elif sample_of(node.value) not in samples:
+                    else:
                         tensors.pop(target.id, None)
+                elif isinstance(target, ast.Tuple) and target.elts:
+                    # `image, label = train_data[0]`
+                    first, value = target.elts[0], node.value
+                    taken = value.value if isinstance(value, ast.Subscript) else None
+                    if isinstance(first, ast.Name) and isinstance(taken, ast.Name):
+                        tensor = _sample(first.id, taken.id, samples)
+                        if tensor is not None:
+                            tensors[first.id] = tensor
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 used = _resolve(node.id, abspath, owners)
                 if used is not None:
@@ -413,25 +421,10 @@ def _last_bindings(tree: ast.Module, names: set[str]) -> dict[str, int]:
     return last
 
 
-def _bind_sample(
-    node: ast.Assign, samples: dict[str, Evidence], tensors: dict[str, Evidence]
-) -> None:
-    """`image = data[0][0]` or `image, label = data[0]`: the name holds one sample's image."""
-    target, value = node.targets[0], node.value
-    if isinstance(target, ast.Name) and sample_of(value) in samples:
-        sample = samples[sample_of(value) or ""]
-        tensors[target.id] = {**sample, "label": f"`{target.id}`, {sample['label']},"}
-    elif (
-        isinstance(target, ast.Tuple)
-        and target.elts
-        and isinstance(target.elts[0], ast.Name)
-        and isinstance(value, ast.Subscript)
-        and isinstance(value.value, ast.Name)
-        and value.value.id in samples
-        and isinstance(value.slice, ast.Constant)
-    ):
-        name, sample = target.elts[0].id, samples[value.value.id]
-        tensors[name] = {**sample, "label": f"`{name}`, {sample['label']},"}
+def _sample(name: str, dataset: str | None, samples: dict[str, Evidence]) -> Evidence | None:
+    """The tensor `name` holds when it is one sample of a dataset's (see `dataset_samples`)."""
+    sample = samples.get(dataset or "")
+    return {**sample, "label": f"`{name}`, {sample['label']},"} if sample else None
 
 
 def _within(scope: ast.AST, spans: list[tuple[int, int]]) -> bool:

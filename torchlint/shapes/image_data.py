@@ -111,7 +111,7 @@ def dataset_samples(
     file builds datasets of more than one kind (which size is whose)."""
     if image is None or None in image["shape"]:
         return {}
-    built: dict[str, tuple[str, int]] = {}
+    built: list[str] = []
     kinds = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -130,7 +130,7 @@ def dataset_samples(
         transform = _argument(value, 99, "transform")
         makes_tensors = transform is not None and "ToTensor" in ast.unparse(transform)
         if qual.rsplit(".", 1)[-1] in kinds and makes_tensors:
-            built[target.id] = (qual.rsplit(".", 1)[-1], node.lineno)
+            built.append(target.id)
     return {
         name: {
             "shape": list(image["shape"]),
