@@ -722,13 +722,8 @@ def _option_value(node: ast.expr, options: dict[str, Any], whole: bool = False) 
     if whole and isinstance(node, ast.Name) and node.id in options:
         value = option_objects.as_argument(options[node.id])
         return value if _jsonable(value) else MISSING
-    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
-        return MISSING
-    namespace = options.get(node.value.id)
-    if namespace is None or node.attr not in vars(namespace):
-        return MISSING
-    value = getattr(namespace, node.attr)
-    if value == option_objects.UNKNOWN:
+    value = option_objects.option_default(node, options)
+    if value is None or value == option_objects.UNKNOWN:
         return MISSING  # set from the script's data
     return value if _jsonable(value) and value is not None else MISSING
 

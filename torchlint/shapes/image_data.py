@@ -14,6 +14,7 @@ from collections.abc import Container, Iterator
 from typing import Any
 
 from torchlint.shapes.astutil import MISSING, int_tuple, literal, qualify
+from torchlint.shapes.option_objects import option_default
 
 #: (channels, height, width) of torchvision datasets, by class name.
 DATASETS: dict[str, tuple[int, int | None, int | None]] = {
@@ -182,9 +183,8 @@ def _int(node: ast.expr, options: Options, constants: dict[str, int]) -> int | N
     if value is MISSING:
         if isinstance(node, ast.Name):
             value = constants.get(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            namespace = options.get(node.value.id)
-            value = vars(namespace).get(node.attr) if namespace is not None else None
+        else:
+            value = option_default(node, options)  # `opt.img_size`: its argparse default
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

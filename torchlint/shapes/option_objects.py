@@ -22,6 +22,15 @@ UNKNOWN = {"$unknown": True}
 _KEY = "$options"
 
 
+def option_default(node: ast.expr, options: dict[str, Any]) -> Any:
+    """The value an `args.name` expression takes: its argparse default (or what the script
+    set it to, see `follow`), None when it is no option of `options`."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return None
+    namespace = options.get(node.value.id)
+    return vars(namespace).get(node.attr) if namespace is not None else None
+
+
 def helper_parsers(tree: ast.Module, path: str | None, called: set[str]) -> dict[str, ast.Module]:
     """`{"get_args": tree}` for each of the `called` functions that this module defines or
     imports from a sibling module (`from util import get_args`) and that returns the parsed
