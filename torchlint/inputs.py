@@ -62,6 +62,14 @@ def lint_input(
     return _lint_notebook(notebook, path, enabled, torch_version)
 
 
+def may_hold_model(text: str | bytes) -> bool:
+    """Whether an input's text may define a model the shape checks build: a module class, or
+    a model built at the top (`model = nn.Sequential(...)`). A cheap test on the text."""
+    if isinstance(text, bytes):
+        return b"Module" in text or b"Sequential(" in text
+    return "Module" in text or "Sequential(" in text
+
+
 def python_source(path: str, data: bytes) -> str | None:
     """The Python text of an input (a notebook's joined cells), or None if unreadable."""
     try:

@@ -22,7 +22,13 @@ from torchlint.diagnostic import Diagnostic
 from torchlint.discovery import discover
 from torchlint.errors import TorchlintError
 from torchlint.fixing import FileChangedError, applicable, apply_edits, write_atomically
-from torchlint.inputs import fix_input, lint_input, map_diagnostics, python_source
+from torchlint.inputs import (
+    fix_input,
+    lint_input,
+    map_diagnostics,
+    may_hold_model,
+    python_source,
+)
 from torchlint.noqa import apply_suppressions
 from torchlint.semantic.resolve import Stamps, dependency_digest
 from torchlint.torch_version import target_torch_version
@@ -466,7 +472,7 @@ def _shape_candidates(tasks: list[_Task], overrides: Overrides) -> list[_Task]:
         for t in tasks
         if (overrides.shapes or t.settings.config.shapes) != "off"
         and any(c.startswith(SHAPE_PREFIX) for c in t.settings.enabled)
-        and (b"Module" in t.data or b"Sequential(" in t.data)  # a class, or a model built
+        and may_hold_model(t.data)
     ]
 
 

@@ -33,6 +33,7 @@ from pygls.workspace import TextDocument, Workspace
 from torchlint import __version__
 from torchlint.diagnostic import Diagnostic
 from torchlint.engine import INTERNAL_ERROR, LintRecord, active_rules, file_error, lint_source
+from torchlint.inputs import may_hold_model
 from torchlint.noqa import apply_suppressions
 from torchlint.notebook import Notebook, notebook_from_cells, to_cell_diagnostic
 from torchlint.server.convert import Text, to_lsp
@@ -541,7 +542,7 @@ class TorchlintServer(LanguageServer):
             or not self.options.runs_shapes
             or self.shapes.available is False
             or not linted.settings.wants_shapes
-            or not ("Module" in linted.text.source or "Sequential(" in linted.text.source)
+            or not may_hold_model(linted.text.source)
             or not shapes_installed()
         ):
             return
