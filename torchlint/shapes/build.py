@@ -50,8 +50,10 @@ class Site:
     params: tuple[str, ...] = ()
 
 
-#: Module object -> the user frames that were creating it, innermost first.
-_SITES: weakref.WeakKeyDictionary[nn.Module, tuple[Site, ...]] = weakref.WeakKeyDictionary()
+#: id(module object) -> (a weak reference to it, the user frames that were creating it,
+#: innermost first). Keyed by identity: a module's own `__hash__` may need attributes its
+#: `__init__` has not set yet (torchmetrics' `Metric`).
+_SITES: dict[int, tuple[weakref.ref[nn.Module], tuple[Site, ...]]] = {}
 _USER_FILES: set[str] = set()
 _installed = False
 
@@ -68,7 +70,8 @@ def install_site_hook(user_files: set[str]) -> None:
         obj = object.__new__(cls)
         chain = _user_sites()
         if chain:
-            _SITES[obj] = chain
+            key = id(obj)
+            _SITES[key] = (weakref.ref(obj, lambda _, key=key: _SITES.pop(key, None)), chain)
         return obj
 
     nn.Module.__new__ = __new__  # type: ignore[method-assign,assignment]
@@ -96,13 +99,14 @@ def _user_sites() -> tuple[Site, ...]:
 
 def site_of(module: nn.Module) -> Site | None:
     """The call that created the module (innermost user frame)."""
-    chain = _SITES.get(module)
+    chain = site_chain(module)
     return chain[0] if chain else None
 
 
 def site_chain(module: nn.Module) -> tuple[Site, ...]:
     """The user frames that were creating the module, innermost first."""
-    return _SITES.get(module, ())
+    entry = _SITES.get(id(module))
+    return entry[1] if entry is not None and entry[0]() is module else ()
 
 
 class NeedsArguments(Exception):
@@ -126,9 +130,14 @@ def constructor_arguments(
         def built(spec: BuildSpec) -> nn.Module:
             return _built_argument(spec, load)
 
-        args = [decoded(v, named, built) for v in ctor.get("args", [])]
-        kwargs = {k: decoded(v, named, built) for k, v in ctor.get("kwargs", {}).items()}
-        return args, kwargs, ctor.get("where", "")
+        try:
+            args = [decoded(v, named, built) for v in ctor.get("args", [])]
+            kwargs = {k: decoded(v, named, built) for k, v in ctor.get("kwargs", {}).items()}
+            return args, kwargs, ctor.get("where", "")
+        except NameError:
+            # It passes what the script computes (`SWA(model.model)`, `model` an
+            # `Unavailable`): the call site cannot be used, the defaults may still do.
+            pass
     try:
         signature = constructor_signature(cls)
     except (TypeError, ValueError):
