@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 from torchlint.shapes import discover, evidence
-from torchlint.shapes.call_values import LocalValues, changed_names, decoded
+from torchlint.shapes.call_values import UNKNOWN, LocalValues, changed_names, decoded
 
 MODELS = """
 import torch.nn as nn
@@ -97,3 +97,42 @@ def test_a_loop_over_a_name_takes_its_first_item() -> None:
     assert local.value(ast.parse("(a, c)").body[0].value) == {"$tuple": [1, 2]}
     local.bind(ast.parse("for a in range(3): pass").body[0])
     assert local.value(ast.parse("a").body[0].value) is evidence.MISSING
+
+
+def _function(source: str) -> ast.FunctionDef:
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    return node
+
+
+def _call(source: str) -> ast.Call:
+    node = ast.parse(source).body[0].value  # type: ignore[attr-defined]
+    assert isinstance(node, ast.Call)
+    return node
+
+
+def test_a_function_takes_what_its_call_passes_and_its_defaults() -> None:
+    caller = LocalValues(lambda call: None)
+    caller.bind(ast.parse("hparams = {'lr': 0.1, 'hidden': 64}").body[0])
+    passed = caller.passed(_call("train('mlp', 3, 4, size=len(data), **hparams)"))
+    assert passed == (["mlp", 3, 4], {"size": UNKNOWN, "lr": 0.1, "hidden": 64})
+    assert passed is not None
+    local = LocalValues(lambda call: None)
+    local.take_parameters(_function("def train(name, *dims, epochs=10, **kw): pass"), passed)
+    value = local.value
+    assert value(ast.Name("name")) == "mlp" and value(ast.Name("epochs")) == 10
+    assert value(ast.Name("dims")) == {"$tuple": [3, 4]}
+    assert value(ast.Name("kw")) == {"size": UNKNOWN, "lr": 0.1, "hidden": 64}
+    # A size to guess is a value of its own, never part of a list or a dictionary.
+    assert value(ast.parse("[size, 1]").body[0].value) is evidence.MISSING  # type: ignore[attr-defined]
+
+
+def test_a_call_that_does_not_fit_the_function_values_nothing() -> None:
+    local = LocalValues(lambda call: None)
+    local.take_parameters(_function("def train(hidden): pass"), ([64], {"lr": 0.1}))
+    assert local.value(ast.Name("hidden")) is evidence.MISSING and not local.from_caller
+
+
+def test_a_dictionary_changed_in_place_is_changed() -> None:
+    tree = ast.parse("kw.update(lr=1)\nopts.setdefault('a', 1)\nkept.get('a')\n")
+    assert changed_names(ast.walk(tree)) == {"kw", "opts"}

@@ -11,7 +11,10 @@ The worker receives JSON, so values that JSON would change are tagged on the way
 
 `LocalValues` follows a scope's names to those values (read statically, in source order):
 literals bound to a name (`moss = dict(dim=512)` is not one, `moss = {"dim": 512}` is), the
-first values a `for` loop over literals takes, and models built from such values.
+first values a `for` loop over literals takes, and models built from such values. In a
+function, its parameters hold what its first call passes (`train_model("mlp", lr=1e-3,
+**hparams)`), spread into the constructor (`Net(**model_kwargs)`); what the function or its
+caller computes from data is `UNKNOWN`, a size to guess.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ _FACTORIES = ("torch.nn.", "torchvision.models.", "timm.")
 _WEIGHTS = frozenset({"pretrained", "weights", "pretrained_cfg", "checkpoint_path"})
 #: Methods that return the model they are called on (`ViT(...).to(device)`).
 SAME_MODEL = ("to", "cuda", "cpu", "eval", "train", "float", "half", "requires_grad_")
+#: A value the code computes from its data (`len(vocab)`): a size to guess.
+UNKNOWN = {"$unknown": True}
+#: What one call passes to a function: its positional and keyword values.
+Passed = tuple[list[Any], dict[str, Any]]
 
 
 def encoded(value: Any) -> Any:
@@ -80,6 +87,9 @@ class LocalValues:
         self._values: dict[str, Any] = {}
         #: Names whose model the scope changes after building it: not followed.
         self.changed: set[str] = set()
+        #: Whether the scope is a function whose parameters one of its calls valued
+        #: (`take_parameters`): what it computes is then a size to guess, not unknowable.
+        self.from_caller = False
 
     def arguments(self, call: ast.Call) -> dict[str, Any] | None:
         """`{"args": [...], "kwargs": {...}}` when every argument has a value here."""
@@ -89,9 +99,78 @@ class LocalValues:
             return None
         args = [self.value(a) for a in call.args]
         kwargs = {kw.arg: self.value(kw.value) for kw in call.keywords if kw.arg}
-        if any(v is MISSING for v in [*args, *kwargs.values()]):
+        if any(v is MISSING or v == UNKNOWN for v in [*args, *kwargs.values()]):
             return None
         return {"args": args, "kwargs": kwargs}
+
+    def passed(self, call: ast.Call) -> Passed | None:
+        """What a call passes, each value encoded or `UNKNOWN`; `*items` and `**options`
+        spread where their values are known here (else None)."""
+        args: list[Any] = []
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                items = self.value(arg.value)
+                items = items.get("$tuple", MISSING) if isinstance(items, dict) else items
+                if not isinstance(items, list):
+                    return None
+                args.extend(items)
+            else:
+                args.append(self._given(arg))
+        kwargs: dict[str, Any] = {}
+        for keyword in call.keywords:
+            if keyword.arg is not None:
+                kwargs[keyword.arg] = self._given(keyword.value)
+                continue
+            spread = self.value(keyword.value)
+            if not plain_dict(spread):
+                return None
+            kwargs.update(spread)
+        return args, kwargs
+
+    def _given(self, node: ast.AST) -> Any:
+        value = self.value(node)
+        return UNKNOWN if value is MISSING else value
+
+    def take_parameters(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, passed: Passed
+    ) -> None:
+        """Value a function's parameters as one of its calls does (`train(lr=1e-3,
+        **hparams)`), and the rest by their literal defaults."""
+        spec = function.args
+        positional = [*spec.posonlyargs, *spec.args]
+        args, kwargs = passed
+        names = {p.arg for p in [*spec.args, *spec.kwonlyargs]}
+        if (len(args) > len(positional) and spec.vararg is None) or (
+            spec.kwarg is None and not set(kwargs) <= names
+        ):
+            return  # a call that does not fit the function fails before it builds anything
+        self.from_caller = True
+        kwargs = dict(kwargs)
+        for param, value in zip(positional, args, strict=False):
+            self._take(param.arg, value)
+        if spec.vararg is not None:
+            self._take(spec.vararg.arg, {"$tuple": list(args[len(positional) :])})
+        defaults = dict(
+            zip(
+                [p.arg for p in positional][len(positional) - len(spec.defaults) :],
+                spec.defaults,
+                strict=True,
+            )
+        )
+        defaults.update(
+            {p.arg: d for p, d in zip(spec.kwonlyargs, spec.kw_defaults, strict=True) if d}
+        )
+        for param in [*positional[len(args) :], *spec.kwonlyargs]:
+            if param.arg in kwargs:
+                self._take(param.arg, kwargs.pop(param.arg))
+            elif param.arg in defaults:
+                self._take(param.arg, self.value(defaults[param.arg]))
+        if spec.kwarg is not None:
+            self._take(spec.kwarg.arg, kwargs)
+
+    def _take(self, name: str, value: Any) -> None:
+        if value is not MISSING and name not in self.changed:
+            self._values[name] = value
 
     def value(self, node: ast.AST) -> Any:
         """The encoded value of an expression, or MISSING."""
@@ -102,7 +181,7 @@ class LocalValues:
             return self._values.get(node.id, MISSING)
         if isinstance(node, (ast.List, ast.Tuple)):
             items = [self.value(e) for e in node.elts]
-            if any(v is MISSING for v in items):  # a starred element has no value here
+            if any(v is MISSING or v == UNKNOWN for v in items):  # a starred one: no value
                 return MISSING
             return {"$tuple": items} if isinstance(node, ast.Tuple) else items
         if isinstance(node, ast.Dict):
@@ -110,7 +189,9 @@ class LocalValues:
                 return MISSING
             keys = [literal(k) for k in node.keys if k is not None]
             items = [self.value(v) for v in node.values]
-            if any(not isinstance(k, str) for k in keys) or any(v is MISSING for v in items):
+            if any(not isinstance(k, str) for k in keys) or any(
+                v is MISSING or v == UNKNOWN for v in items
+            ):
                 return MISSING
             return dict(zip(keys, items, strict=True))
         if isinstance(node, ast.Call):
@@ -191,8 +272,16 @@ class LocalValues:
             self._assign(target.value, MISSING)
 
 
+def plain_dict(value: Any) -> bool:
+    """Whether an encoded value is a dictionary of the code's (`{"lr": 1e-3}`), not a tag."""
+    return isinstance(value, dict) and not any(str(k).startswith("$") for k in value)
+
+
 #: Methods that change a model in place (`net.add_module("fc", ...)`).
-_CHANGING = frozenset({"add_module", "register_module", "append", "extend", "insert", "pop"})
+_CHANGING = frozenset(
+    {"add_module", "register_module", "append", "extend", "insert", "pop", "remove"}
+    | {"update", "setdefault", "popitem", "clear"}  # a dictionary of arguments
+)
 
 
 def changed_names(nodes: Iterable[ast.AST]) -> set[str]:

@@ -32,7 +32,15 @@ from torchlint.shapes.astutil import (
     qualify,
     walk_statements,
 )
-from torchlint.shapes.call_values import SAME_MODEL, LocalValues, changed_names, encoded
+from torchlint.shapes.call_values import (
+    SAME_MODEL,
+    UNKNOWN,
+    LocalValues,
+    Passed,
+    changed_names,
+    encoded,
+    plain_dict,
+)
 from torchlint.shapes.class_owners import ClassOwners
 from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo
 from torchlint.shapes.image_data import (
@@ -268,6 +276,18 @@ def _scan_file(
         for node in tree.body
         if isinstance(node, ast.ClassDef) and node.name in owners
     ]
+    # The file's functions that build a model (`def train(**hparams): Net(**hparams)`),
+    # each valued by its first call here (`train(lr=1e-3, hidden=64)`).
+    functions = _functions_by_name(tree, naming)
+    passed: dict[int, Passed] = {}
+
+    def note_call(call: ast.Call, local: LocalValues) -> None:
+        function = _called_function(call, functions)
+        if function is not None and id(function) not in passed:
+            given = local.passed(call)
+            if given is not None:
+                passed[id(function)] = given
+
     for scope in _scopes(tree):
         if scope is not tree and not _lines_name(scope, naming):
             continue  # nothing in it builds, calls or refers to a model class
@@ -276,12 +296,16 @@ def _scan_file(
         local = LocalValues(models, aliases)
         nodes = list(_scope_nodes(scope))
         local.changed = changed_names(nodes)
+        if id(scope) in passed:
+            assert isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            local.take_parameters(scope, passed[id(scope)])
         # A statement's own calls are read before the names it binds change (`v = Wrap(v)`).
         read_before: dict[int, dict[str, Any] | None] = {}
         for node in nodes:
             if isinstance(node, _BINDING):
                 for call in _own_calls(node):
                     read_before[id(call)] = ctor_of(call, local)
+                    note_call(call, local)
                 local.bind(node)
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
@@ -314,6 +338,7 @@ def _scan_file(
                     result[(used.abspath, node.id)]["instantiated"] = True
             if not isinstance(node, ast.Call):
                 continue
+            note_call(node, local)
             name = _call_class_name(node)
             if name is not None:
                 info = _resolve(name, abspath, owners)
@@ -329,6 +354,10 @@ def _scan_file(
                             entry["ctor"] = read_before[id(node)]
                         else:
                             entry["ctor"] = ctor_of(node, local)
+                        if unknown_in(entry["ctor"]):
+                            # Some sizes come from what the caller computes: guessed.
+                            entry.setdefault("partial", entry["ctor"])
+                            entry["ctor"] = None
                         if entry["ctor"] is None and "partial" not in entry:
                             partial = _partial_args(node, path, options)
                             if partial is not None:
@@ -599,6 +628,29 @@ def _needs_no_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return all(default is not None for default in args.kw_defaults)
 
 
+def _functions_by_name(
+    tree: ast.Module, naming: list[int]
+) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The module's functions that name a model class, by name, in source order (a
+    notebook may define `train` again)."""
+    found: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _lines_name(node, naming):
+            found.setdefault(node.name, []).append(node)
+    return found
+
+
+def _called_function(
+    call: ast.Call, functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The module function a call runs: the last one of its name defined above it."""
+    if not isinstance(call.func, ast.Name) or call.func.id not in functions:
+        return None
+    defined = functions[call.func.id]
+    above = [f for f in defined if f.lineno < call.lineno]
+    return above[-1] if above else defined[-1]
+
+
 def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
     yield tree
     for node in walk_statements(tree):
@@ -693,27 +745,71 @@ def _ctor_args(
     names (`moss = {...}`, `vit = ViT(...)`: see `call_values`), or names defined in the
     class's own module (`ResNet(BasicBlock, [2, 2, 2, 2])` in a factory function next to
     the class), which the worker looks up as `{"$name": "BasicBlock"}`."""
-    values = []
-    for arg in [*call.args, *(k.value for k in call.keywords)]:
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for arg in call.args:
         if isinstance(arg, ast.Starred):
-            return None
-        value = literal(arg)
-        if value is MISSING:
-            value = _option_value(arg, options or {})
-        if value is MISSING and local is not None:
-            value = local.value(arg)
-        value = encoded(value) if value is not MISSING else value
-        if value is MISSING or not _jsonable(value):
-            name = dotted(arg)
-            if name is None or name.split(".")[0] not in bound:
+            # `*sizes`, valued by the function's caller (`local.take_parameters`)
+            items = local.value(arg.value) if local is not None else MISSING
+            items = items.get("$tuple", MISSING) if isinstance(items, dict) else items
+            if not isinstance(items, list):
                 return None
-            value = {"$name": name}
-        values.append(value)
-    if any(kw.arg is None for kw in call.keywords):
-        return None
-    args = values[: len(call.args)]
-    kwargs = {kw.arg: v for kw, v in zip(call.keywords, values[len(call.args) :], strict=True)}
+            args.extend(items)
+            continue
+        value = _argument_value(arg, bound, options, local)
+        if value is MISSING:
+            return None
+        args.append(value)
+    for keyword in call.keywords:
+        if keyword.arg is None:  # `**hparams`, valued likewise
+            spread = local.value(keyword.value) if local is not None else MISSING
+            if not plain_dict(spread):
+                return None
+            kwargs.update(spread)
+            continue
+        value = _argument_value(keyword.value, bound, options, local)
+        if value is MISSING:
+            return None
+        kwargs[keyword.arg] = value
+    if any(_holds_unknown(v) for v in [*args, *kwargs.values()]):
+        return None  # a size to guess inside a list or a dictionary
     return {"args": args, "kwargs": kwargs, "where": f"{path}:{call.lineno}"}
+
+
+def _argument_value(
+    node: ast.expr,
+    bound: frozenset[str],
+    options: dict[str, Any] | None,
+    local: LocalValues | None,
+) -> Any:
+    """One argument of a constructor call, encoded; `UNKNOWN` for a size the function
+    computes from what its caller passed; MISSING when it cannot be had."""
+    value = literal(node)
+    if value is MISSING:
+        value = _option_value(node, options or {})
+    if value is MISSING and local is not None:
+        value = local.value(node)
+    value = encoded(value) if value is not MISSING else value
+    if value is MISSING or not _jsonable(value):
+        name = dotted(node)
+        if name is not None and name.split(".")[0] in bound:
+            return {"$name": name}
+        return UNKNOWN if local is not None and local.from_caller else MISSING
+    return value
+
+
+def _holds_unknown(value: Any) -> bool:
+    """Whether an encoded value has `UNKNOWN` below its top."""
+    if isinstance(value, list):
+        return any(v == UNKNOWN or _holds_unknown(v) for v in value)
+    if isinstance(value, dict) and value != UNKNOWN:
+        return any(v == UNKNOWN or _holds_unknown(v) for v in value.values())
+    return False
+
+
+def unknown_in(ctor: dict[str, Any] | None) -> bool:
+    """Whether a call site's arguments leave a size to guess (`UNKNOWN`)."""
+    return ctor is not None and UNKNOWN in [*ctor["args"], *ctor["kwargs"].values()]
 
 
 def _option_value(node: ast.expr, options: dict[str, Any], whole: bool = False) -> Any:
@@ -726,10 +822,6 @@ def _option_value(node: ast.expr, options: dict[str, Any], whole: bool = False) 
     if value is None or value == option_objects.UNKNOWN:
         return MISSING  # set from the script's data
     return value if _jsonable(value) and value is not None else MISSING
-
-
-#: A constructor argument the call site computes from data (`len(corpus.dictionary)`).
-UNKNOWN = {"$unknown": True}
 
 
 def _partial_args(call: ast.Call, path: str, options: dict[str, Any]) -> dict[str, Any] | None:

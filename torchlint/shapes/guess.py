@@ -53,6 +53,12 @@ _FIXED = {
     re.compile(r"stride|groups|dilation|ngpu|gpus?$", re.I): (1, 1, 1),
     re.compile(r"padding", re.I): (1, 2, 1),
     re.compile(r"factor|scale", re.I): (2, 2, 2),
+    # A training schedule's length (`max_iters`, `warmup`): never a layer's size.
+    re.compile(r"^max_(iters?|steps|epochs)$|^warmup(_steps|_iters)?$|epochs$", re.I): (
+        100,
+        100,
+        100,
+    ),
 }
 #: Image sides and the patches they are cut into, per run: every side divisible by its
 #: run's patch (`assert image_size % patch_size == 0`), by the patches a constructor's
