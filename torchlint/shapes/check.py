@@ -300,7 +300,7 @@ class FileChecker:
                 elif cls is None or is_stub(cls):
                     self._skip(path, line, name, self._load_reason(path, "is not defined"))
                 continue
-            if getattr(cls, "forward", None) is nn.Module.forward:
+            if _without_forward(cls):
                 continue  # an abstract base without forward
             declared = spec.get("declared") or {}
             ctor = declared.get("ctor") or spec.get("ctor")
@@ -442,7 +442,7 @@ class FileChecker:
             return
         if self.deadline is not None and time.monotonic() > self.deadline:
             return
-        if getattr(cls, "forward", None) is nn.Module.forward:
+        if _without_forward(cls):
             return
         try:
             args, kwargs, source = constructor_arguments(cls, None)
@@ -513,7 +513,7 @@ class FileChecker:
     ) -> str:
         """Check a block that no checked model built, with its constructor's defaults when
         it needs no argument (what `Net()` builds). Why it could not be checked, or ""."""
-        if getattr(cls, "forward", None) is nn.Module.forward:
+        if _without_forward(cls):
             return ""
         if self.deadline is not None and time.monotonic() > self.deadline:
             return ""
@@ -2400,6 +2400,18 @@ def _builds(model: Any, cls: type | None) -> bool:
 
 def _is_module_class(cls: Any) -> bool:
     return inspect.isclass(cls) and issubclass(cls, nn.Module) and not is_stub(cls)
+
+
+def _without_forward(cls: Any) -> bool:
+    """Whether a class has no forward of its own making: `nn.Module`'s, or the one a
+    framework's base class only hands on to it (Lightning's `LightningModule.forward`; a
+    module that trains in `training_step` need not define one)."""
+    forward = getattr(cls, "forward", None)
+    if forward is nn.Module.forward:
+        return True
+    return getattr(forward, "__qualname__", "") == "LightningModule.forward" and str(
+        getattr(forward, "__module__", "")
+    ).startswith(("lightning", "pytorch_lightning"))
 
 
 def _call_text(name: str, args: list[Any], kwargs: dict[str, Any]) -> str:
