@@ -209,3 +209,23 @@ for name in ({str(tmp_path / "tree" / library.name)!r}, None, "libc.so.6"):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("refused: the model's code loads native code (ctypes)") == 3
+
+
+def test_hub_libraries_are_kept_offline(tmp_path: Path) -> None:
+    """A constructor that loads a model from the Hugging Face hub fails at once (the
+    libraries' offline switches are on), instead of retrying the refused connection until
+    the file's time runs out."""
+    (tmp_path / "model.py").write_text(
+        "import os\n"
+        "import torch.nn as nn\n\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        '        offline = os.environ.get("HF_HUB_OFFLINE") == "1"\n'
+        "        self.fc = nn.Linear(4, 8 if offline else 4)\n"
+        "        self.out = nn.Linear(4, 2)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.out(self.fc(x))\n"
+    )
+    result = run_cli("check", "--select", "TL6", "--no-cache", "model.py", cwd=tmp_path)
+    assert "TL601" in result.stdout and "out = nn.Linear(4, 2)" in result.stdout, result.stdout

@@ -392,6 +392,7 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # user code that prints must not corrupt the protocol
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    pretrained.stay_offline()
     warmed_early = _warm_while_waiting()
     # The client may start this process before its request is ready, so that importing
     # torch overlaps with its own work: time spent waiting here is not start-up time.
