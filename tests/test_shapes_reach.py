@@ -212,3 +212,56 @@ def test_a_script_whose_only_model_is_a_sequential_is_shape_checked(tmp_path) ->
     assert "train.py:4:" in result.stdout and "TL601 nn.Linear(64, 10)" in result.stdout, (
         result.stdout
     )
+
+
+def test_a_lightning_module_without_a_forward_is_not_a_model_to_check(tmp_path) -> None:
+    """Lightning's base class has a `forward` that only hands on to `nn.Module`'s: a module
+    that trains in `training_step` is not reported skipped, its neighbour is checked."""
+    from tests.conftest import run_cli
+
+    installed = tmp_path / "installed" / "lightning"
+    installed.mkdir(parents=True)
+    (installed / "__init__.py").write_text(
+        "import torch.nn as nn\n"
+        "\n"
+        "\n"
+        "class LightningModule(nn.Module):\n"
+        "    def forward(self, *args, **kwargs):\n"
+        "        return super().forward(*args, **kwargs)\n"
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(
+        "import lightning as L\n"
+        "import torch.nn as nn\n"
+        "\n"
+        "\n"
+        "class Contrastive(L.LightningModule):\n"
+        "    def __init__(self, hidden_dim, lr):\n"
+        "        super().__init__()\n"
+        "        self.net = nn.Linear(hidden_dim, hidden_dim)\n"
+        "\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        return self.net(batch).sum()\n"
+        "\n"
+        "\n"
+        "class Probe(L.LightningModule):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.net = nn.Sequential(nn.Linear(16, 32), nn.Linear(16, 2))\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return self.net(x)\n"
+    )
+    environment = {"PYTHONPATH": str(tmp_path / "installed")}
+    result = run_cli(
+        "--no-cache",
+        "--select",
+        "TL6",
+        "--extend-select",
+        "TL690",
+        "train.py",
+        cwd=project,
+        env=environment,
+    )
+    assert "TL601" in result.stdout and "Contrastive" not in result.stdout, result.stdout
