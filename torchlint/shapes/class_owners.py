@@ -48,6 +48,23 @@ class ClassOwners(dict[str, list[FileInfo]]):
                 return info
         return self._imported(name, path) if candidates else None
 
+    def foreign(self, func: ast.expr, path: str) -> bool:
+        """Whether a call's qualifier is an installed package's import, not a linted module
+        (`nn.LeakyReLU(0.2)` in a tree that defines its own `LeakyReLU`)."""
+        if not isinstance(func, ast.Attribute):
+            return False
+        root = func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        origin = self._imports_of(path).get(root.id) if isinstance(root, ast.Name) else None
+        if origin is None:
+            return False  # not an import (`self.blocks`, a local object)
+        if self._modules is None:
+            self._module_file("")
+        assert self._modules is not None
+        top = origin.split(".")[0]
+        return not any(m == top or m.startswith(f"{top}.") for m in self._modules)
+
     def _imported(self, name: str, path: str) -> FileInfo | None:
         for _ in range(_MAX_HOPS):
             origin = self._imports_of(path).get(name)

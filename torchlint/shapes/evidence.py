@@ -259,9 +259,8 @@ def _scan_file(
     rebound = _last_bindings(tree, module_models)
 
     def models(call: ast.Call) -> tuple[str, str, str] | None:
-        name = _call_class_name(call)
-        info = _resolve(name, abspath, owners) if name is not None else None
-        return (info.abspath, info.module, name) if info is not None and name else None
+        found = _called_class(call, abspath, owners)
+        return (found[0].abspath, found[0].module, found[1]) if found is not None else None
 
     def ctor_of(call: ast.Call, local: LocalValues) -> dict[str, Any] | None:
         model = models(call)
@@ -339,29 +338,28 @@ def _scan_file(
             if not isinstance(node, ast.Call):
                 continue
             note_call(node, local)
-            name = _call_class_name(node)
-            if name is not None:
-                info = _resolve(name, abspath, owners)
-                if info is not None:
-                    key = (info.abspath, name)
-                    used_here.add(key)
-                    if not _within(scope, model_lines):
-                        called_here.add(key)
-                    entry = result[key]
-                    entry["instantiated"] = True
-                    if entry["ctor"] is None:
-                        if id(node) in read_before:
-                            entry["ctor"] = read_before[id(node)]
-                        else:
-                            entry["ctor"] = ctor_of(node, local)
-                        if unknown_in(entry["ctor"]):
-                            # Some sizes come from what the caller computes: guessed.
-                            entry.setdefault("partial", entry["ctor"])
-                            entry["ctor"] = None
-                        if entry["ctor"] is None and "partial" not in entry:
-                            partial = _partial_args(node, path, options)
-                            if partial is not None:
-                                entry["partial"] = partial
+            called = _called_class(node, abspath, owners)
+            if called is not None:
+                info, name = called
+                key = (info.abspath, name)
+                used_here.add(key)
+                if not _within(scope, model_lines):
+                    called_here.add(key)
+                entry = result[key]
+                entry["instantiated"] = True
+                if entry["ctor"] is None:
+                    if id(node) in read_before:
+                        entry["ctor"] = read_before[id(node)]
+                    else:
+                        entry["ctor"] = ctor_of(node, local)
+                    if unknown_in(entry["ctor"]):
+                        # Some sizes come from what the caller computes: guessed.
+                        entry.setdefault("partial", entry["ctor"])
+                        entry["ctor"] = None
+                    if entry["ctor"] is None and "partial" not in entry:
+                        partial = _partial_args(node, path, options)
+                        if partial is not None:
+                            entry["partial"] = partial
             # model(x) / model.forward(x) / Net()(x)
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "forward":
@@ -712,11 +710,18 @@ def _instance_of(value: ast.AST, abspath: str, owners: ClassOwners) -> tuple[str
         value = value.func.value
     if not isinstance(value, ast.Call):
         return None
-    name = _call_class_name(value)
-    if name is None:
+    called = _called_class(value, abspath, owners)
+    return (called[0].abspath, called[1]) if called is not None else None
+
+
+def _called_class(call: ast.Call, path: str, owners: ClassOwners) -> tuple[FileInfo, str] | None:
+    """The linted model class a call builds (`Net(...)`, `models.Net(...)`) and its name;
+    None for an installed package's (`nn.LeakyReLU(...)`), whatever the tree defines."""
+    name = _call_class_name(call)
+    if name is None or owners.foreign(call.func, path):
         return None
-    info = _resolve(name, abspath, owners)
-    return (info.abspath, name) if info is not None else None
+    info = _resolve(name, path, owners)
+    return (info, name) if info is not None else None
 
 
 def _wrapped(value: ast.AST, instances: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
