@@ -136,3 +136,47 @@ def test_a_call_that_does_not_fit_the_function_values_nothing() -> None:
 def test_a_dictionary_changed_in_place_is_changed() -> None:
     tree = ast.parse("kw.update(lr=1)\nopts.setdefault('a', 1)\nkept.get('a')\n")
     assert changed_names(ast.walk(tree)) == {"kw", "opts"}
+
+
+DATA_MODULE = """
+import torch.nn as nn
+
+
+class MNISTDataModule:
+    def __init__(self, data_dir="./"):
+        self.data_dir = data_dir
+        self.dims = (1, 28, 28)
+        self.num_classes = 10
+        self.splits, self.seed = (55000, 5000), 42
+
+    def setup(self, stage=None):
+        self.num_classes = 10 if stage else 11
+
+
+class LitModel(nn.Module):
+    def __init__(self, channels, width, height, num_classes=2, splits=None):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+dm = MNISTDataModule()
+model = LitModel(*dm.dims, dm.num_classes)
+model = LitModel(*dm.dims, 3, splits=dm.splits)
+"""
+
+
+def test_an_objects_attributes_set_once_to_literals_are_followed(tmp_path: Path) -> None:
+    """Lightning's `LitModel(*dm.dims, dm.num_classes)`: `dims` is set once, in `__init__`,
+    to a literal; `num_classes` is set again in `setup`, and `splits` with another name."""
+    path = tmp_path / "train.py"
+    files = [(str(path), DATA_MODULE)]
+    facts = evidence.collect(discover.scan(files), files, None)
+    # Not literals here: the worker looks the names up in the script's module.
+    first = facts[(str(path), "LitModel")]["ctor"]
+    assert first["args"] == [1, 28, 28, {"$name": "dm.num_classes"}]
+    files = [(str(path), DATA_MODULE.replace("model = LitModel(*dm.dims, dm.num_classes)", ""))]
+    second = evidence.collect(discover.scan(files), files, None)[(str(path), "LitModel")]
+    assert second["ctor"]["args"] == [1, 28, 28, 3]
+    assert second["ctor"]["kwargs"] == {"splits": {"$name": "dm.splits"}}

@@ -81,10 +81,15 @@ class LocalValues:
         self,
         models: Callable[[ast.Call], tuple[str, str, str] | None],
         aliases: dict[str, str] | None = None,
+        classes: dict[str, ast.ClassDef] | None = None,
     ) -> None:
         self._models = models
         self._aliases = aliases or {}
+        #: The file's classes by name: an object made of one (`dm = MNISTDataModule()`)
+        #: has the attributes its `__init__` sets to literals (`self.dims = (1, 28, 28)`).
+        self._classes = classes or {}
         self._values: dict[str, Any] = {}
+        self._objects: dict[str, ast.ClassDef] = {}
         #: Names whose model the scope changes after building it: not followed.
         self.changed: set[str] = set()
         #: Whether the scope is a function whose parameters one of its calls valued
@@ -179,6 +184,12 @@ class LocalValues:
             return encoded(found)
         if isinstance(node, ast.Name):
             return self._values.get(node.id, MISSING)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            made = self._objects.get(node.value.id)
+            if made is None or node.value.id in self.changed:
+                return MISSING
+            found = set_once(made, node.attr)
+            return encoded(found) if found is not MISSING else MISSING
         if isinstance(node, (ast.List, ast.Tuple)):
             items = [self.value(e) for e in node.elts]
             if any(v is MISSING or v == UNKNOWN for v in items):  # a starred one: no value
@@ -236,6 +247,10 @@ class LocalValues:
             value = self.value(statement.value)
             for target in statement.targets:
                 self._assign(target, value)
+            made = self._made(statement.value)
+            for target in statement.targets:
+                if isinstance(target, ast.Name) and made is not None:
+                    self._objects[target.id] = made
         elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
             value = MISSING
             if isinstance(statement, ast.AnnAssign) and statement.value is not None:
@@ -257,8 +272,15 @@ class LocalValues:
                 if item.optional_vars is not None:
                     self._assign(item.optional_vars, MISSING)
 
+    def _made(self, value: ast.expr) -> ast.ClassDef | None:
+        """The file's class a call makes an object of (`MNISTDataModule()`)."""
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            return self._classes.get(value.func.id)
+        return None
+
     def _assign(self, target: ast.AST, value: Any) -> None:
         if isinstance(target, ast.Name):
+            self._objects.pop(target.id, None)
             if value is MISSING or target.id in self.changed:
                 self._values.pop(target.id, None)
             else:
@@ -270,6 +292,38 @@ class LocalValues:
                 self._assign(element, parts[i] if fits else MISSING)
         elif isinstance(target, ast.Starred):
             self._assign(target.value, MISSING)
+
+
+def set_once(cls: ast.ClassDef, attribute: str) -> Any:
+    """The literal that `cls.__init__` sets `self.<attribute>` to, in its own body, when no
+    other statement of the class sets it (else MISSING)."""
+    init = next(
+        (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None
+    )
+    if init is None:
+        return MISSING
+    setting = [
+        node
+        for node in ast.walk(cls)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        and any(
+            isinstance(t, ast.Attribute)
+            and t.attr == attribute
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            for t in ast.walk(target)
+        )
+    ]
+    if len(setting) != 1 or setting[0] not in init.body:
+        return MISSING
+    found = setting[0]
+    targets = found.targets if isinstance(found, ast.Assign) else [found.target]
+    if isinstance(found, ast.AugAssign) or found.value is None or len(targets) != 1:
+        return MISSING
+    if not isinstance(targets[0], ast.Attribute):
+        return MISSING  # `self.a, self.b = sizes`
+    return literal(found.value)
 
 
 def plain_dict(value: Any) -> bool:

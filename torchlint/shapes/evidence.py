@@ -278,6 +278,7 @@ def _scan_file(
     # The file's functions that build a model (`def train(**hparams): Net(**hparams)`),
     # each valued by its first call here (`train(lr=1e-3, hidden=64)`).
     functions = _functions_by_name(tree, naming)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     passed: dict[int, Passed] = {}
 
     def note_call(call: ast.Call, local: LocalValues) -> None:
@@ -292,7 +293,7 @@ def _scan_file(
             continue  # nothing in it builds, calls or refers to a model class
         instances: dict[str, tuple[str, str]] = {}
         tensors: dict[str, Evidence] = {}
-        local = LocalValues(models, aliases)
+        local = LocalValues(models, aliases, classes)
         nodes = list(_scope_nodes(scope))
         local.changed = changed_names(nodes)
         if id(scope) in passed:
