@@ -1021,8 +1021,9 @@ def _described_input(
 
     Read: the docstring, the comments just above the class and those inside it. A size
     counts when its line also says it is about the input (images, digits, crops, pixels)
-    or names a dataset; a dataset name alone gives that dataset's size, unless the file
-    resizes images (`resized`: AlexNet on Fashion-MNIST resized to 224).
+    or names a dataset; a dataset name alone gives that dataset's size when no other
+    dataset of another size is named, unless the file resizes images (`resized`: AlexNet
+    on Fashion-MNIST resized to 224).
     """
     texts: list[tuple[str, int, str]] = []
     doc = ast.get_docstring(node)
@@ -1035,17 +1036,37 @@ def _described_input(
         match = _COMMENT.search(lines[number - 1]) if number <= len(lines) else None
         if match and number != node.lineno:
             texts.append((match.group("text"), number, "comment"))
-    for text, number, kind in texts:
-        found = _size_in_text(text, named_size=not resized)
-        if found is not None:
-            label = "docstring" if kind == "docstring" else f"comment at line {number}"
-            return {"kind": "image", "shape": found, "where": f"{path}:{number}", "label": label}
-    return None
+    # A size the prose writes out, else the size of the only dataset it names ("CelebA,
+    # MNIST or STL10" in a usage example says none).
+    written = [(size, n, k) for t, n, k in texts if (size := _size_in_text(t)) is not None]
+    named = {tuple(s): (n, k) for t, n, k in reversed(texts) for s in _named_sizes(t)}
+    if resized:
+        named = {}
+    if written:
+        found, number, kind = written[0]
+    elif len(named) == 1:
+        size, (number, kind) = next(iter(named.items()))
+        found = list(size)
+    else:
+        return None
+    label = "docstring" if kind == "docstring" else f"comment at line {number}"
+    return {"kind": "image", "shape": found, "where": f"{path}:{number}", "label": label}
 
 
-def _size_in_text(text: str, named_size: bool = True) -> list[int | None] | None:
-    """[channels or None, height, width] from one line of prose, or None (`named_size`: a
-    dataset's name alone gives its size)."""
+def _named_sizes(text: str) -> list[tuple[int | None, ...]]:
+    """The sizes of the datasets a line of prose names (MNIST: 1x28x28)."""
+    sizes = []
+    for named in _TEXT_DATASETS.finditer(text):
+        key = re.sub(r"[-_ ]", "", named.group("name")).upper()
+        size = next((v for k, v in DATASETS.items() if k.upper() == key), None)
+        if size is not None and size[1] is not None:
+            sizes.append(size)
+    return sizes
+
+
+def _size_in_text(text: str) -> list[int | None] | None:
+    """[channels or None, height, width] that one line of prose writes out ("28x28 MNIST
+    digits"), or None."""
     named = _TEXT_DATASETS.search(text)
     dataset = None
     if named is not None:
@@ -1062,8 +1083,6 @@ def _size_in_text(text: str, named_size: bool = True) -> list[int | None] | None
         if channels is None and dataset is not None:
             channels = dataset[0]
         return [channels, int(best.group("h")), int(best.group("w"))]
-    if named_size and dataset is not None and dataset[1] is not None:
-        return list(dataset)
     return None
 
 
