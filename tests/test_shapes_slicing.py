@@ -189,3 +189,33 @@ def test_value_that_fails_to_compute_fails_only_when_used(tmp_path: Path) -> Non
     assert module.HAS is False
     with pytest.raises(NameError, match=r"TABLE \(line 2\) is not available"):
         module.TABLE.get("a")
+
+
+def test_lightning_feature_flags_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_TORCHVISION_AVAILABLE = module_available("torchvision")` (lightning_utilities, as
+    Lightning and its model zoos write their flags) is a feature flag: kept, so that a model
+    reading it is built. A stand-in package plays lightning_utilities here."""
+    installed = tmp_path / "installed" / "lightning_utilities" / "core"
+    installed.mkdir(parents=True)
+    (installed.parent / "__init__.py").write_text("")
+    (installed / "__init__.py").write_text("")
+    (installed / "imports.py").write_text(
+        "def module_available(name):\n    return name == 'os'\n\n\n"
+        "def compare_version(name, op, version):\n    return True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "installed"))
+    project = tmp_path / "project"
+    project.mkdir()
+    try:
+        module, _ = load(
+            project,
+            "flags",
+            "import operator\n"
+            "from lightning_utilities.core.imports import compare_version, module_available\n\n"
+            "_OS_AVAILABLE = module_available('os')\n"
+            "_NEW = compare_version('torch', operator.ge, '1.10.0')\n",
+        )
+    finally:
+        for name in [n for n in sys.modules if n.startswith("lightning_utilities")]:
+            sys.modules.pop(name)
+    assert module._OS_AVAILABLE is True and module._NEW is True

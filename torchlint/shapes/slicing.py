@@ -133,6 +133,12 @@ _SAFE_EXACT = frozenset(
         "platform.python_version",
         # `from ..utils import logging` in libraries built like transformers
         "logging.get_logger",
+        # Lightning's feature flags (`_TORCHVISION_AVAILABLE = module_available(...)`)
+        "lightning_utilities.core.imports.module_available",
+        "lightning_utilities.core.imports.package_available",
+        "lightning_utilities.core.imports.compare_version",
+        "lightning_utilities.core.imports.RequirementCache",
+        "lightning_utilities.core.imports.ModuleAvailableCache",
     }
 )
 #: Calls that make a record class whose instances are built without running user code.
