@@ -923,10 +923,59 @@ def _derived(
             regrouped = _regrouped(target, names)
             if regrouped is not None:
                 return regrouped
+            ones = _trailing_ones(node.args, node.func.value)
+            if ones:
+                return [*base, *[("unsqueeze", [-1])] * ones]
         if method in ("unsqueeze", "transpose", "permute") and not node.keywords:
             args = [a.value for a in node.args if isinstance(a, ast.Constant)]
             if len(args) == len(node.args) and all(isinstance(a, int) for a in args):
                 return [*base, (method, args)]
+    return None
+
+
+def _trailing_ones(args: list[ast.expr], tensor: ast.expr) -> int:
+    """How many sizes of 1 `x.view(*x.shape, 1, 1)` (or `x.view(x.size(0), x.size(1), 1,
+    1)`) puts after x's own sizes, as a DCGAN generator makes its noise an image: 0 for
+    any other shape."""
+    ones = 0
+    while ones < len(args) and _is_one(args[len(args) - 1 - ones]):
+        ones += 1
+    kept = args[: len(args) - ones]
+    if not ones or not kept:
+        return 0
+    if len(kept) == 1 and isinstance(kept[0], ast.Starred):
+        return ones if _sizes_of(kept[0].value, tensor) else 0
+    for position, part in enumerate(kept):
+        if _size_index(part, tensor) != position:
+            return 0
+    return ones
+
+
+def _is_one(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 1 and type(node.value) is int
+
+
+def _sizes_of(node: ast.expr, tensor: ast.expr) -> bool:
+    """Whether `node` is `x.shape` or `x.size()` of the tensor `x`."""
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        node = node.func
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in ("shape", "size")
+        and ast.dump(node.value) == ast.dump(tensor)
+    )
+
+
+def _size_index(node: ast.expr, tensor: ast.expr) -> int | None:
+    """i for `x.size(i)` or `x.shape[i]` of the tensor `x`, else None."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and _sizes_of(node.func, tensor):
+        index = node.args[0]
+    elif isinstance(node, ast.Subscript) and _sizes_of(node.value, tensor):
+        index = node.slice
+    else:
+        return None
+    if isinstance(index, ast.Constant) and type(index.value) is int:
+        return index.value
     return None
 
 
