@@ -330,6 +330,21 @@ def test_batch_sizes_are_searched_up_to_a_few_hundred() -> None:
     assert found is not None and found[n] * found[length] == 3000 and found[n] <= MAX_BATCH
 
 
+def test_a_flattened_image_of_few_channels_is_found() -> None:
+    """`C * H * W == 784` (an image flattened into a Linear) holds at 1 x 28 x 28: the
+    search tries a few channel counts with square images when the channels' hint (8) finds
+    none, rather than calling the Linear's size unreachable."""
+    import sympy
+
+    from torchlint.shapes.solve import Problem
+
+    c, h, w = (sympy.Symbol(name, positive=True) for name in ("c", "h", "w"))
+    names = {c: "channels", h: "H", w: "W"}
+    found = Problem([sympy.Eq(c * h * w, 784)], names, {c: 8, h: 96, w: 96}).find()
+    assert found == {c: 1, h: 28, w: 28}
+    assert Problem([sympy.Eq(c * h * w, 787)], names, {c: 8, h: 96, w: 96}).find() is None
+
+
 def test_a_configuration_that_refuses_a_field_or_leaves_sizes_unset_still_builds() -> None:
     """A per-layer field read globally raises (transformers' heterogeneous configurations):
     the cut reads around it. `head_dim` and `num_key_value_heads` left None take the values

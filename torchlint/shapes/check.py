@@ -1015,10 +1015,12 @@ class FileChecker:
             described = (
                 described_plans(model, names[index], self._config) if index < len(names) else None
             )
+            if not described and index < len(names):
+                # `b, c, h, w = x.size()` first tells the rank, whatever the first layer
+                # takes after a reshape (`x.view(b, -1)` into a Linear).
+                described = unpacked_plans(model, names[index])
             if not (described or found) and index < len(names):
-                described = unpacked_plans(model, names[index]) or indexed_plans(
-                    model, names[index]
-                )
+                described = indexed_plans(model, names[index])
             if not (described or found):  # last: assumed, or any shape where none is read
                 found = (
                     infer_from_source(model, index, past_layers=True)

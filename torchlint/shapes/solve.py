@@ -11,6 +11,7 @@ samples.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,8 @@ MIN_SPATIAL = 4
 MAX_BATCH = 256
 #: A clip's frames searched against its side.
 MAX_FRAMES = 128
+#: Channel counts tried with square images when the channels' own hint finds none.
+_FEW = (1, 3, 2, 4)
 
 Values = dict["sympy.Symbol", torch.Tensor]
 Compiled = Callable[[Values], torch.Tensor]
@@ -137,15 +140,32 @@ class Problem:
         with torch.no_grad():
             return self.check(full)
 
-    def square_solutions(self) -> list[int]:
-        """Sizes t for which every spatial size = t (others at their hints) works."""
+    def square_solutions(self, others: dict[sympy.Symbol, int] | None = None) -> list[int]:
+        """Sizes t for which every spatial size = t (the others at their hints, or at the
+        values `others` gives) works."""
         spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
         if not spatial:
             return []
         t = torch.arange(MIN_SPATIAL, BOUND + 1, dtype=torch.int64)
-        ok = self._eval({s: t for s in spatial})
+        fixed = {s: torch.tensor(v) for s, v in (others or {}).items()}
+        ok = self._eval({**fixed, **{s: t for s in spatial}})
         ok = ok.expand_as(t) if ok.dim() == 0 else ok
         return (t[ok]).tolist()
+
+    def _few_channels(self) -> dict[sympy.Symbol, int] | None:
+        """Values for the sizes that are neither spatial nor the batch (an image's channels)
+        with which some square works, when there are one or two such sizes: a flattened
+        image that a Linear takes (`C * H * W == 784`) works at 1 x 28 x 28, which the
+        search at the channels' hint misses."""
+        spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
+        others = [s for s in self.symbols if s not in spatial and self.names.get(s, "")[:1] != "N"]
+        if not spatial or not 1 <= len(others) <= 2:
+            return None
+        for values in itertools.product(_FEW, repeat=len(others)):
+            chosen = dict(zip(others, values, strict=True))
+            if self.square_solutions(chosen):
+                return chosen
+        return None
 
     def find(self) -> dict[sympy.Symbol, int] | None:
         """Some satisfying assignment (sizes up to BOUND), or None if none was found."""
@@ -158,6 +178,14 @@ class Problem:
             best = min(squares, key=lambda v: (abs(v - max(self.hints.values(), default=v)), v))
             spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
             return {s: (best if s in spatial else self.hints.get(s, 1)) for s in self.symbols}
+        channels = self._few_channels()
+        if channels is not None:
+            best = min(self.square_solutions(channels))
+            spatial = [s for s in self.symbols if self.names.get(s, "")[:1] in _SPATIAL]
+            return {
+                s: best if s in spatial else channels.get(s, self.hints.get(s, 1))
+                for s in self.symbols
+            }
         for symbol in self.symbols:
             t = self._domain(symbol)
             ok = self._eval({symbol: t})
