@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.analysis.call_args import keyword, positional
-from torchlint.context import FileContext
+from torchlint.context import FileContext, iter_scope_nodes
 from torchlint.names import dotted_name
 from torchlint.semantic.bindings import statement_list
 from torchlint.semantic.calls import call_target
@@ -675,4 +675,25 @@ def tensor_parameters(context: FileContext, function: cst.FunctionDef) -> list[s
         if default is not None and not (isinstance(default, cst.Name) and default.value == "None"):
             continue
         found.append(name)
+    counted = _counting_names(function) if found else set()
+    return [name for name in found if name not in counted]
+
+
+def _counting_names(function: cst.FunctionDef) -> set[str]:
+    """Names a function uses as counts: in a slice's bounds (`preds[:, : -(i + 1)]`) or as
+    `range(...)`'s arguments. Such a parameter is an integer, not a tensor."""
+    found: set[str] = set()
+    for node in iter_scope_nodes(function):
+        bounds: list[cst.CSTNode] = []
+        if isinstance(node, cst.Slice):
+            bounds = [b for b in (node.lower, node.upper, node.step) if b is not None]
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "range"
+        ):
+            bounds = [arg.value for arg in node.args]
+        for bound in bounds:
+            inner = [bound, *iter_scope_nodes(bound)]
+            found.update(n.value for n in inner if isinstance(n, cst.Name))
     return found
