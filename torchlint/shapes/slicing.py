@@ -617,7 +617,39 @@ def _defused_def(
     if clone.returns is not None:
         clone.returns = _as_string(clone.returns)
     clone.args = arguments
+    if node.name == "__init__":
+        clone.body = [_guarded_example(statement) for statement in node.body]
     return clone
+
+
+#: The attribute Lightning reads an example batch from, for its summaries and graph logs.
+_EXAMPLE_INPUT = "example_input_array"
+
+
+def _guarded_example(statement: ast.stmt) -> ast.stmt:
+    """`self.example_input_array = next(iter(train_loader))[0]` made from the script's data,
+    which the slice does not run: left unset instead of failing the model's construction
+    (nothing in its forward reads it)."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(target := statement.targets[0], ast.Attribute)
+        and target.attr == _EXAMPLE_INPUT
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    ):
+        return statement
+    guarded = ast.Try(
+        body=[statement],
+        handlers=[
+            ast.ExceptHandler(
+                type=ast.Name(id="NameError", ctx=ast.Load()), body=[ast.Pass()], name=None
+            )
+        ],
+        orelse=[],
+        finalbody=[],
+    )
+    return ast.fix_missing_locations(ast.copy_location(guarded, statement))
 
 
 def _default(value: ast.expr, parameter: str, checker: _Checker) -> ast.expr:
