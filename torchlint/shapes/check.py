@@ -16,6 +16,7 @@ import importlib.util
 import inspect
 import itertools
 import math
+import os
 import re
 import sys
 import time
@@ -50,6 +51,7 @@ from torchlint.shapes.deferred import sympy
 from torchlint.shapes.described_shapes import (
     described_plans,
     indexed_plans,
+    named_dims,
     sliced_plans,
     unpacked_plans,
 )
@@ -860,7 +862,9 @@ class FileChecker:
                 continue  # a later candidate passes: the model is clean
             result = self._run_plan(model, plan, graph_for_analysis)
             results.append((plan, result))
-            deeper = _unpacked_rank(plan, result, self.sources)
+            deeper = _unpacked_rank(plan, result, self.sources) or _unpacked_names(
+                plan, result, self.sources
+            )
             if deeper is not None and deeper not in plans:
                 plans.append(deeper)  # tried next, in this loop
             if result.ok and not result.pinned:
@@ -2091,6 +2095,34 @@ def _unpacked_rank(
     specs = list(plan.specs)
     specs[fits[0]] = dataclasses.replace(spec, dims=dims)
     return dataclasses.replace(plan, specs=specs)
+
+
+def _unpacked_names(
+    plan: InputPlan, result: PlanResult, sources: dict[str, str]
+) -> InputPlan | None:
+    """The input with as many dimensions as the line it failed at unpacks, named after the
+    targets (`B, C, H, W = x.shape` in a helper forward calls first, `img_to_patch(x, p)`),
+    when the plan's rank was another: tried next, as an assumption (a failure under it is
+    no finding)."""
+    failure = result.failure
+    if result.ok or failure is None or failure.frame is None or len(plan.specs) != 1:
+        return None
+    message = str(failure.exc)
+    if not (
+        _UNPACK.search(message)
+        or "tuple index out of range" in message
+        or "too many values to unpack" in message
+    ):
+        return None
+    path, line, _ = failure.frame
+    lines = sources.get(path, "").splitlines()
+    unpacked = _UNPACKS_SHAPE.search(lines[line - 1]) if 0 < line <= len(lines) else None
+    dims = named_dims(unpacked.group(1)) if unpacked is not None else None
+    if dims is None or len(dims) == len(plan.specs[0].dims) or dims[0].name != "N":
+        return None
+    spec = TensorSpec(dims, plan.specs[0].dtype)
+    where = f"{os.path.basename(path)}:{line}"
+    return assumed([InputPlan([spec])], f"from the sizes unpacked at {where}")[0]
 
 
 def _told_most(results: list[tuple[InputPlan, PlanResult]]) -> PlanResult:

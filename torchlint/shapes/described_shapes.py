@@ -56,7 +56,7 @@ def described_plans(model: nn.Module, name: str, config: Any = None) -> list[Inp
     found = _SHAPE.search(entry) if entry else None
     if found is None:
         return None
-    dims = _configured(_dims(found.group(1)), getattr(model, "config", None) or config)
+    dims = _configured(named_dims(found.group(1)), getattr(model, "config", None) or config)
     if dims is None:
         return None
     dtype = _dtype(entry)
@@ -76,7 +76,7 @@ def unpacked_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
     for statement in function.body:
         targets = _unpacked_from(statement, name)
         if targets is not None:
-            dims = _dims(", ".join(targets))
+            dims = named_dims(", ".join(targets))
             if dims is None:
                 return None
             label = f"the input ({', '.join(targets)}) that forward unpacks"
@@ -324,7 +324,9 @@ def _config_field(config: Any, name: str) -> Any:
     return None
 
 
-def _dims(text: str) -> list[Dim] | None:
+def named_dims(text: str) -> list[Dim] | None:
+    """The dimensions that sizes named in order give (`batch_size, channels, height, width`:
+    [N, C, H, W]), or None when a part is not a plain size."""
     parts = [p.strip().strip("`").strip() for p in text.split(",")]
     if parts and not parts[-1]:
         parts.pop()  # `(batch_size,)`
