@@ -49,6 +49,7 @@ from torchlint.shapes.compat import explain
 from torchlint.shapes.compat import size_functions as tf
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.described_shapes import (
+    asserted_plans,
     described_plans,
     indexed_plans,
     named_dims,
@@ -1020,9 +1021,12 @@ class FileChecker:
                 described_plans(model, names[index], self._config) if index < len(names) else None
             )
             if not described and index < len(names):
-                # `b, c, h, w = x.size()` first tells the rank, whatever the first layer
-                # takes after a reshape (`x.view(b, -1)` into a Linear).
-                described = unpacked_plans(model, names[index])
+                # `assert x.shape[1:] == (self.channels, self.size, self.size)` tells the
+                # sizes; `b, c, h, w = x.size()` first tells the rank, whatever the first
+                # layer takes after a reshape (`x.view(b, -1)` into a Linear).
+                described = asserted_plans(model, names[index]) or unpacked_plans(
+                    model, names[index]
+                )
             if not (described or found) and index < len(names):
                 described = indexed_plans(model, names[index])
             if not (described or found):  # last: assumed, or any shape where none is read

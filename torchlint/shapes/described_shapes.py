@@ -138,6 +138,72 @@ def _reads_more_than_placement(statement: ast.stmt, name: str) -> bool:
 _ELEMENTWISE = frozenset({"log", "exp", "sqrt", "abs", "float", "double", "to", "clamp", "sigmoid"})
 
 
+def asserted_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
+    """The plan of an input whose whole shape after the batch forward asserts, from
+    literals and the model's own sizes (`assert x.shape[1:] == (self.channels,
+    self.image_size, self.image_size)`): those sizes, the batch free."""
+    function = forward_function(model)
+    if function is None:
+        return None
+    for statement in function.body:
+        if not isinstance(statement, ast.Assert):
+            continue
+        test = statement.test
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.comparators[0], (ast.Tuple, ast.List))
+        ):
+            continue
+        sizes = _own_sizes(test.comparators[0].elts, model)
+        if sizes is None or not _shape_after_batch(test.left, name):
+            continue
+        dims = [Dim.free("N"), *(Dim.fixed(size) for size in sizes)]
+        label = f"the input [N, {', '.join(map(str, sizes))}] that forward asserts"
+        return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
+    return None
+
+
+def _shape_after_batch(node: ast.expr, name: str) -> bool:
+    """`name.shape[1:]` (or `name.size()[1:]`)."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)):
+        return False
+    cut = node.slice
+    if cut.upper is not None or cut.step is not None:
+        return False
+    if not (isinstance(cut.lower, ast.Constant) and cut.lower.value == 1):
+        return False
+    sizes = node.value
+    if isinstance(sizes, ast.Call) and not sizes.args and not sizes.keywords:
+        sizes = sizes.func
+    return (
+        isinstance(sizes, ast.Attribute)
+        and sizes.attr in ("shape", "size")
+        and _is_name(sizes.value, name)
+    )
+
+
+def _own_sizes(parts: list[ast.expr], model: nn.Module) -> list[int] | None:
+    """Positive int literals and `self.<size>` attributes of the model, else None."""
+    sizes = []
+    for part in parts:
+        if isinstance(part, ast.Constant):
+            value = part.value
+        elif (
+            isinstance(part, ast.Attribute)
+            and isinstance(part.value, ast.Name)
+            and part.value.id == "self"
+        ):
+            value = getattr(model, part.attr, None)
+        else:
+            return None
+        if type(value) is not int or value <= 0:
+            return None
+        sizes.append(value)
+    return sizes or None
+
+
 def indexed_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
     """The plan of an input that forward indexes with slices and new axes only
     (`x[:, None] * self.weight[None, :]`: one value per sample, [N]) or permutes

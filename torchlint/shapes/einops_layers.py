@@ -44,9 +44,9 @@ def pattern_dims(pattern: object, lengths: dict[str, object]) -> list[Dim] | Non
         (inner.split() if inner is not None else [single])
         for inner, single in (m.groups() for m in _GROUP.finditer(left))
     ]
-    if len(groups) < 2:
+    if not groups or (len(groups) == 1 and len(groups[0]) != 1):
         return None
-    dims: list[Dim] = [Dim.free("N")]
+    dims: list[Dim] = [Dim.free("N")]  # `b -> b 1`: one value per sample, [N]
     used = {"N"}
     for axes in groups[1:]:
         known, free, given = 1, [], []

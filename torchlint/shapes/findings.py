@@ -106,7 +106,8 @@ _RANK = re.compile(
     r"out of range|expected \d+-?d|\d+d \(unbatched\)|unbatched|dimensions?, (?:but )?got|"
     r"number of dims|too many indices|must have \d+ dim|values to unpack|"
     r"same number of (?:spatial )?dimensions|should be \d+-?d|dim(?:ension)?s? (?:to be|of) \d|"
-    r"\d+d or \d+d \(batch mode\)|for \d+d input|input of dimension \d",
+    r"\d+d or \d+d \(batch mode\)|for \d+d input|input of dimension \d|"
+    r"expected \d+ dims\. Received \d+-dim",  # einops: a pattern for another rank
     re.IGNORECASE,
 )
 #: Attributes that hold the sizes a layer checks its input against.
