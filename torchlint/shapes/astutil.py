@@ -164,3 +164,24 @@ def int_tuple(node: ast.AST) -> tuple[int, ...] | None:
     ):
         return tuple(value)
     return None
+
+
+def sizes_of(node: ast.AST) -> ast.expr | None:
+    """The tensor whose sizes an expression reads whole: `x` for `x.shape` or `x.size()`."""
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        node = node.func
+    if isinstance(node, ast.Attribute) and node.attr in ("shape", "size"):
+        return node.value
+    return None
+
+
+def sizes_after_batch(node: ast.AST) -> ast.expr | None:
+    """The tensor `x` of `x.shape[1:]` (or `x.size()[1:]`): every size of x but its batch."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)):
+        return None
+    cut = node.slice
+    if cut.upper is not None or cut.step is not None:
+        return None
+    if not (isinstance(cut.lower, ast.Constant) and cut.lower.value == 1):
+        return None
+    return sizes_of(node.value)

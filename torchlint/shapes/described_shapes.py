@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from torchlint.shapes.assumed_inputs import assumed
+from torchlint.shapes.astutil import sizes_after_batch, sizes_of
 from torchlint.shapes.infer import forward_function
 from torchlint.shapes.inputs import HINTS, Dim, InputPlan, TensorSpec
 
@@ -157,31 +158,12 @@ def asserted_plans(model: nn.Module, name: str) -> list[InputPlan] | None:
         ):
             continue
         sizes = _own_sizes(test.comparators[0].elts, model)
-        if sizes is None or not _shape_after_batch(test.left, name):
+        if sizes is None or not _is_name(sizes_after_batch(test.left), name):
             continue
         dims = [Dim.free("N"), *(Dim.fixed(size) for size in sizes)]
         label = f"the input [N, {', '.join(map(str, sizes))}] that forward asserts"
         return [InputPlan([TensorSpec(dims, torch.float32)], "named", label)]
     return None
-
-
-def _shape_after_batch(node: ast.expr, name: str) -> bool:
-    """`name.shape[1:]` (or `name.size()[1:]`)."""
-    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice)):
-        return False
-    cut = node.slice
-    if cut.upper is not None or cut.step is not None:
-        return False
-    if not (isinstance(cut.lower, ast.Constant) and cut.lower.value == 1):
-        return False
-    sizes = node.value
-    if isinstance(sizes, ast.Call) and not sizes.args and not sizes.keywords:
-        sizes = sizes.func
-    return (
-        isinstance(sizes, ast.Attribute)
-        and sizes.attr in ("shape", "size")
-        and _is_name(sizes.value, name)
-    )
 
 
 def _own_sizes(parts: list[ast.expr], model: nn.Module) -> list[int] | None:
@@ -280,7 +262,7 @@ def _permuted(node: ast.AST, name: str) -> bool:
     )
 
 
-def _is_name(node: ast.expr, name: str) -> bool:
+def _is_name(node: ast.expr | None, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
@@ -319,13 +301,7 @@ def _unpacked_from(statement: ast.stmt, name: str) -> list[str] | None:
         and not value.keywords
     ):
         value = value.args[0]  # `list(x.size())`
-    if isinstance(value, ast.Call) and not value.args and not value.keywords:
-        value = value.func if isinstance(value.func, ast.Attribute) else value
-        if not (isinstance(value, ast.Attribute) and value.attr == "size"):
-            return None
-    elif not (isinstance(value, ast.Attribute) and value.attr == "shape"):
-        return None
-    if not (isinstance(value.value, ast.Name) and value.value.id == name):
+    if not _is_name(sizes_of(value), name):
         return None
     if not isinstance(target, ast.Tuple) or len(target.elts) < 2:
         return None

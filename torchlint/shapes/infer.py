@@ -20,7 +20,7 @@ from torch import fx, nn
 from torch.nn.parameter import is_lazy
 
 from torchlint.shapes.assumed_inputs import assumed, assumed_past
-from torchlint.shapes.astutil import function_source, self_path
+from torchlint.shapes.astutil import function_source, self_path, sizes_after_batch, sizes_of
 from torchlint.shapes.delegated_forward import delegated_body
 from torchlint.shapes.einops_layers import is_einops_layer, pattern_dims, pattern_input
 from torchlint.shapes.inputs import Dim, InputPlan, TensorSpec, op_name
@@ -957,13 +957,8 @@ def _is_one(node: ast.expr) -> bool:
 
 def _sizes_of(node: ast.expr, tensor: ast.expr) -> bool:
     """Whether `node` is `x.shape` or `x.size()` of the tensor `x`."""
-    if isinstance(node, ast.Call) and not node.args and not node.keywords:
-        node = node.func
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr in ("shape", "size")
-        and ast.dump(node.value) == ast.dump(tensor)
-    )
+    read = sizes_of(node)
+    return read is not None and ast.dump(read) == ast.dump(tensor)
 
 
 def _size_index(node: ast.expr, tensor: ast.expr) -> int | None:
@@ -996,23 +991,10 @@ def _regrouped(
     if not leading or any(isinstance(part, ast.Starred) for part in leading):
         return None
     # `x.shape[1:]` or `x.size()[1:]`: every size of x but its batch.
-    if not (
-        isinstance(rest, ast.Subscript)
-        and isinstance(rest.slice, ast.Slice)
-        and rest.slice.upper is None
-        and rest.slice.step is None
-        and isinstance(rest.slice.lower, ast.Constant)
-        and rest.slice.lower.value == 1
-    ):
+    tensor = sizes_after_batch(rest)
+    if not isinstance(tensor, ast.Name) or tensor.id not in names:
         return None
-    sizes = rest.value
-    if isinstance(sizes, ast.Call) and not sizes.args and not sizes.keywords:
-        sizes = sizes.func
-    if not (isinstance(sizes, ast.Attribute) and sizes.attr in ("shape", "size")):
-        return None
-    if not isinstance(sizes.value, ast.Name) or sizes.value.id not in names:
-        return None
-    return [*names[sizes.value.id], ("regroup", [len(leading)])]
+    return [*names[tensor.id], ("regroup", [len(leading)])]
 
 
 _REDUCTIONS = frozenset({"sum", "mean"})
