@@ -1053,7 +1053,7 @@ class FileChecker:
         inferred = combine(per_input) if per_input else []
         for evidence in spec.get("evidence", []):
             if evidence["kind"] == "tensor":
-                plan = tensor_plan(evidence, count)
+                plan = tensor_plan(evidence, count, names)
             else:
                 plan = image_plan(evidence, inferred if count == 1 else None)
                 plan = plan or paired_image_plan(evidence, per_input)

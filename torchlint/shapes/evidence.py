@@ -378,16 +378,26 @@ def _scan_file(
             ):
                 key = (abspath, f"{MODULE_LEVEL}:{func.id}")
                 result.setdefault(key, {"evidence": []})
-            # Only the positional tensors: keywords are options (`return_loss=True`) or
-            # inputs the model has defaults for; a required one left out finds no plan.
+            # The positional tensors, and the tensors given by keyword (`unet(images,
+            # time=torch.ones(2))`), which fill the required inputs the positional ones
+            # leave; other keywords are options (`return_loss=True`).
             if key is not None and node.args:
                 shapes = [_tensor_arg(a, tensors, aliases, data) for a in node.args]
                 if all(s is not None for s in shapes):
+                    named = {
+                        kw.arg: found
+                        for kw in node.keywords
+                        if kw.arg and (found := _tensor_arg(kw.value, tensors, aliases, data))
+                    }
                     result[key]["evidence"].append(
                         {
                             "kind": "tensor",
                             "shapes": [s["shape"] for s in shapes],
                             "dtypes": [s["dtype"] for s in shapes],
+                            "keywords": {
+                                k: {"shape": v["shape"], "dtype": v["dtype"], "label": v["label"]}
+                                for k, v in named.items()
+                            },
                             "where": f"{path}:{node.lineno}",
                             "label": ", ".join(s["label"] for s in shapes),
                         }

@@ -11,6 +11,7 @@ import inspect
 import itertools
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -265,16 +266,28 @@ def declared_plan(declared: dict[str, Any], count: int) -> InputPlan | None:
     return InputPlan(specs, "declared", f"the declared input {label}")
 
 
-def tensor_plan(evidence: dict[str, Any], count: int) -> InputPlan | None:
-    shapes = evidence["shapes"]
+def tensor_plan(
+    evidence: dict[str, Any], count: int, names: Sequence[str] = ()
+) -> InputPlan | None:
+    """The plan of a call's tensors (`model(torch.randn(4, 3, 32, 32))`); `names`, the
+    forward's inputs, place the tensors it gives by keyword (`time=torch.ones(2)`)."""
+    shapes, dtypes = list(evidence["shapes"]), list(evidence["dtypes"])
+    labels = [evidence["label"]]
+    keywords = evidence.get("keywords") or {}
+    for name in names[len(shapes) : count]:
+        if name not in keywords:
+            break
+        shapes.append(keywords[name]["shape"])
+        dtypes.append(keywords[name]["dtype"])
+        labels.append(f"{name}={keywords[name]['label']}")
     if len(shapes) != count:
         return None
     specs = []
-    for shape, dtype in zip(shapes, evidence["dtypes"], strict=False):
+    for shape, dtype in zip(shapes, dtypes, strict=False):
         dims = [Dim.fixed(d) if d is not None else Dim.free("N") for d in shape]
         specs.append(TensorSpec(dims, torch.long if dtype == "long" else torch.float32))
     where = os.path.basename(evidence["where"])
-    return InputPlan(specs, "tensor", f"the input {evidence['label']} at {where}")
+    return InputPlan(specs, "tensor", f"the input {', '.join(labels)} at {where}")
 
 
 def image_plan(evidence: dict[str, Any], inferred: list[InputPlan] | None) -> InputPlan | None:
