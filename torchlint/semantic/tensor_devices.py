@@ -694,6 +694,17 @@ def _counting_names(function: cst.FunctionDef) -> set[str]:
         ):
             bounds = [arg.value for arg in node.args]
         for bound in bounds:
-            inner = [bound, *iter_scope_nodes(bound)]
-            found.update(n.value for n in inner if isinstance(n, cst.Name))
+            found.update(_counted(bound))
     return found
+
+
+def _counted(node: cst.CSTNode) -> list[str]:
+    """The names a count is made of by arithmetic (`-(i + 1)`, `n - 1`): not those read
+    through a call or an attribute (`mask.sum()`, a tensor's)."""
+    if isinstance(node, cst.Name):
+        return [node.value]
+    if isinstance(node, cst.UnaryOperation):
+        return _counted(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return [*_counted(node.left), *_counted(node.right)]
+    return []
