@@ -2090,10 +2090,8 @@ def _unpacked_rank(
     expected = len(spec.dims) + 1
     if counts is not None and int(counts.group(1)) != expected:
         return None
-    path, line, _ = failure.frame
-    lines = sources.get(path, "").splitlines()
-    unpacked = _UNPACKS_SHAPE.search(lines[line - 1]) if 0 < line <= len(lines) else None
-    if unpacked is None or unpacked.group(1).count(",") + 1 != expected:
+    targets = _unpacked_targets(failure.frame, sources)
+    if targets is None or targets.count(",") + 1 != expected:
         return None
     dims = [spec.dims[0], Dim.free("F" if len(spec.dims) == 4 else "L"), *spec.dims[1:]]
     specs = list(plan.specs)
@@ -2118,15 +2116,22 @@ def _unpacked_names(
         or "too many values to unpack" in message
     ):
         return None
-    path, line, _ = failure.frame
-    lines = sources.get(path, "").splitlines()
-    unpacked = _UNPACKS_SHAPE.search(lines[line - 1]) if 0 < line <= len(lines) else None
-    dims = named_dims(unpacked.group(1)) if unpacked is not None else None
+    targets = _unpacked_targets(failure.frame, sources)
+    dims = named_dims(targets) if targets is not None else None
     if dims is None or len(dims) == len(plan.specs[0].dims) or dims[0].name != "N":
         return None
     spec = TensorSpec(dims, plan.specs[0].dtype)
+    path, line, _ = failure.frame
     where = f"{os.path.basename(path)}:{line}"
     return assumed([InputPlan([spec])], f"from the sizes unpacked at {where}")[0]
+
+
+def _unpacked_targets(frame: tuple[str, int, int], sources: dict[str, str]) -> str | None:
+    """`b, c, h, w` when the failure's line unpacks a tensor's sizes (`= x.shape`)."""
+    path, line, _ = frame
+    lines = sources.get(path, "").splitlines()
+    unpacked = _UNPACKS_SHAPE.search(lines[line - 1]) if 0 < line <= len(lines) else None
+    return unpacked.group(1) if unpacked is not None else None
 
 
 def _told_most(results: list[tuple[InputPlan, PlanResult]]) -> PlanResult:
