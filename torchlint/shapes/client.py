@@ -41,6 +41,9 @@ class WorkerProcess:
         )
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
         env.setdefault("OMP_NUM_THREADS", "1")
+        # TorchScript compiles `@torch.jit.script` helpers, and a compiled function given a fake
+        # tensor with symbolic sizes crashes the process: with the JIT off they stay Python.
+        env["PYTORCH_JIT"] = "0"
         # The only folder the worker may write to (the sandbox refuses writes elsewhere).
         self.private = tempfile.mkdtemp(prefix="torchlint-shapes-")
         self.process = subprocess.Popen(
