@@ -25,6 +25,7 @@ then quadrupled.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import inspect
 import itertools
@@ -134,13 +135,13 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] |
         parameters = list(constructor_signature(cls).parameters.values())
     except (TypeError, ValueError):
         return None
-    known = _known(parameters, partial) if partial else {}
-    if known is None:
-        return None
-    parameters = [p.replace(default=known[p.name]) if p.name in known else p for p in parameters]
     owner = next((c for c in cls.__mro__ if "__init__" in vars(c)), None)
     module = sys.modules.get(getattr(owner, "__module__", None) or "")
     namespace = vars(module) if module is not None else {}
+    known = _known(parameters, partial, namespace) if partial else {}
+    if known is None:
+        return None
+    parameters = [p.replace(default=known[p.name]) if p.name in known else p for p in parameters]
     variants = guesses_for(parameters, class_uses(owner) if owner is not None else None, namespace)
     # The script's options handed whole (`Model(args)`): the fields it reads from its data
     # are sized like parameters, per run.
@@ -164,24 +165,39 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] |
     ]
 
 
-def _known(parameters: list[inspect.Parameter], partial: dict[str, Any]) -> dict[str, Any] | None:
-    """The known arguments of a call site, by parameter name (None if they do not fit)."""
+def _known(
+    parameters: list[inspect.Parameter], partial: dict[str, Any], namespace: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The known arguments of a call site, by parameter name (None if they do not fit). A
+    name the call site passes (`device`, a module-level `torch.device(...)`) is looked up in
+    the class's module; one that is not there is guessed like a value read from data."""
     named = [p for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     positional = [p for p in named if p.kind is p.POSITIONAL_OR_KEYWORD]
     args, kwargs = partial.get("args", []), partial.get("kwargs", {})
     if len(args) > len(positional) or any(k not in {p.name for p in named} for k in kwargs):
         return None
     given = {**{p.name: v for p, v in zip(positional, args, strict=False)}, **kwargs}
-    return {k: _untagged(v) for k, v in given.items() if v != {"$unknown": True}}
+    known = {}
+    for name, value in given.items():
+        if value == {"$unknown": True}:
+            continue
+        with contextlib.suppress(KeyError, AttributeError):
+            known[name] = decoded(value, lambda n: _looked_up(n, namespace), _as_is)
+    return known
 
 
-def _untagged(value: Any) -> Any:
-    """A call site's literal as it was written (tuples tagged for JSON made tuples again)."""
-    return decoded(value, _as_is, _as_is)
+def _looked_up(name: str, namespace: dict[str, Any]) -> Any:
+    """A dotted name in a module's namespace (`torch.float32`, `device`); KeyError or
+    AttributeError when it is not there."""
+    head, *rest = name.split(".")
+    found = namespace[head]
+    for part in rest:
+        found = getattr(found, part)
+    return found
 
 
 def _as_is(value: Any) -> Any:
-    return value  # a partial call site holds no names nor built models
+    return value  # a model built at the call site stays a spec: guessing builds none
 
 
 def guesses_for(
