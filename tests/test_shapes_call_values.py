@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 from torchlint.shapes import discover, evidence
+from torchlint.shapes.astutil import dotted
 from torchlint.shapes.call_values import UNKNOWN, LocalValues, changed_names, decoded
 
 MODELS = """
@@ -180,3 +181,31 @@ def test_an_objects_attributes_set_once_to_literals_are_followed(tmp_path: Path)
     second = evidence.collect(discover.scan(files), files, None)[(str(path), "LitModel")]
     assert second["ctor"]["args"] == [1, 28, 28, 3]
     assert second["ctor"]["kwargs"] == {"splits": {"$name": "dm.splits"}}
+
+
+def test_a_model_built_from_data_is_handed_on_with_its_sizes_to_guess(tmp_path: Path) -> None:
+    script = """
+import numpy as np
+from models import Encoder, Wrapper
+
+features = np.load("features.npy")
+encoder = Encoder(dim=features.shape[1], depths=(2, 2))
+wrapper = Wrapper(encoder, {"width": 64})
+nested = Wrapper(Wrapper(encoder, {}), {})
+"""
+    facts = _collect(tmp_path, script)
+    models = str(tmp_path / "models.py")
+    wrapper = facts[(models, "Wrapper")]
+    # The part's data size is `UNKNOWN`, so the wrapper is a call site to guess, not one
+    # whose arguments are all known.
+    assert wrapper["ctor"] is None
+    part = wrapper["partial"]["args"][0]["$build"]
+    assert part["class"] == "Encoder"
+    assert part["kwargs"] == {"dim": UNKNOWN, "depths": {"$tuple": [2, 2]}}
+    assert evidence.unknown_in(wrapper["partial"])
+    # A part to guess is never built inside another model's arguments.
+    local = LocalValues(
+        lambda call: ("models.py", "models", "Wrapper") if dotted(call.func) == "Wrapper" else None
+    )
+    local.bind(ast.parse("inner = Wrapper(load(), {})").body[0])
+    assert local.value(ast.parse("Wrapper(inner, {})").body[0].value) is evidence.MISSING  # type: ignore[attr-defined]

@@ -128,7 +128,7 @@ def constructor_arguments(
             return _named(name, namespace)
 
         def built(spec: BuildSpec) -> nn.Module:
-            return _built_argument(spec, load)
+            return built_argument(spec, load)
 
         try:
             args = [decoded(v, named, built) for v in ctor.get("args", [])]
@@ -173,7 +173,7 @@ def _named(name: str, namespace: dict[str, Any]) -> Any:
     return found
 
 
-def _built_argument(spec: BuildSpec, load: Loader | None) -> nn.Module:
+def built_argument(spec: BuildSpec, load: Loader | None) -> nn.Module:
     """The model a call site built and passes on, built again (on meta) from its arguments."""
     name = spec.get("class") or spec["callable"]
     try:

@@ -104,7 +104,8 @@ class LocalValues:
             return None
         args = [self.value(a) for a in call.args]
         kwargs = {kw.arg: self.value(kw.value) for kw in call.keywords if kw.arg}
-        if any(v is MISSING or v == UNKNOWN for v in [*args, *kwargs.values()]):
+        given = [*args, *kwargs.values()]
+        if any(v is MISSING or v == UNKNOWN or guessed_part(v) for v in given):
             return None
         return {"args": args, "kwargs": kwargs}
 
@@ -220,6 +221,8 @@ class LocalValues:
         model = self._models(call)
         factory = self._installed(call) if model is None else None
         given = self.arguments(call) if model is not None or factory else None
+        if given is None and model is not None:
+            given = self._guessable(call)
         if given is None:
             return MISSING
         if factory:
@@ -229,6 +232,19 @@ class LocalValues:
         assert model is not None
         path, module, name = model
         return {"$build": {"path": path, "module": module, "class": name, **given}}
+
+    def _guessable(self, call: ast.Call) -> dict[str, Any] | None:
+        """A linted model's arguments where those read from data (`features.shape[1]`) are
+        `UNKNOWN`, for the worker to guess: the model built for each guess is handed on."""
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        if any(kw.arg is None for kw in call.keywords):
+            return None
+        args = [self._given(a) for a in call.args]
+        kwargs = {kw.arg: self._given(kw.value) for kw in call.keywords if kw.arg}
+        if any(holds_unknown(v) for v in [*args, *kwargs.values()]):
+            return None  # a size inside a list: not guessed
+        return {"args": args, "kwargs": kwargs}
 
     def _installed(self, call: ast.Call) -> str | None:
         """`resnet18` / `nn.Linear` / `timm.create_model`, imported from a package of
@@ -292,6 +308,23 @@ class LocalValues:
                 self._assign(element, parts[i] if fits else MISSING)
         elif isinstance(target, ast.Starred):
             self._assign(target.value, MISSING)
+
+
+def holds_unknown(value: Any) -> bool:
+    """Whether an encoded value has `UNKNOWN` below its top."""
+    if isinstance(value, list):
+        return any(v == UNKNOWN or holds_unknown(v) for v in value)
+    if isinstance(value, dict) and value != UNKNOWN:
+        return any(v == UNKNOWN or holds_unknown(v) for v in value.values())
+    return False
+
+
+def guessed_part(value: Any) -> bool:
+    """Whether an encoded value is a linted model built with sizes to guess."""
+    if not (isinstance(value, dict) and set(value) == {"$build"}):
+        return False
+    spec = value["$build"]
+    return "class" in spec and UNKNOWN in [*spec["args"], *spec["kwargs"].values()]
 
 
 def set_once(cls: ast.ClassDef, attribute: str) -> Any:

@@ -67,6 +67,7 @@ from torchlint.shapes.guess import (
     scaled,
     unwrap,
 )
+from torchlint.shapes.guessed_parts import built_parts
 from torchlint.shapes.infer import (
     infer_from_base_layer,
     infer_from_graph,
@@ -542,7 +543,12 @@ class FileChecker:
     ) -> str | None:
         """Check a class built with guessed sizes (see `guess`): None once checked, else
         why not ("" when its parameters cannot be guessed)."""
-        variants = guesses(cls, spec.get("partial"))
+        partial = spec.get("partial")
+        if partial is not None:
+            partial = built_parts(partial, self.project.load)
+            if isinstance(partial, str):
+                return partial
+        variants = guesses(cls, partial)
         if variants is None:
             return ""
         records = len(self.stats.models)

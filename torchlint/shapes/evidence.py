@@ -39,6 +39,8 @@ from torchlint.shapes.call_values import (
     Passed,
     changed_names,
     encoded,
+    guessed_part,
+    holds_unknown,
     plain_dict,
 )
 from torchlint.shapes.class_owners import ClassOwners
@@ -787,7 +789,7 @@ def _ctor_args(
         if value is MISSING:
             return None
         kwargs[keyword.arg] = value
-    if any(_holds_unknown(v) for v in [*args, *kwargs.values()]):
+    if any(holds_unknown(v) and not guessed_part(v) for v in [*args, *kwargs.values()]):
         return None  # a size to guess inside a list or a dictionary
     return {"args": args, "kwargs": kwargs, "where": f"{path}:{call.lineno}"}
 
@@ -814,18 +816,13 @@ def _argument_value(
     return value
 
 
-def _holds_unknown(value: Any) -> bool:
-    """Whether an encoded value has `UNKNOWN` below its top."""
-    if isinstance(value, list):
-        return any(v == UNKNOWN or _holds_unknown(v) for v in value)
-    if isinstance(value, dict) and value != UNKNOWN:
-        return any(v == UNKNOWN or _holds_unknown(v) for v in value.values())
-    return False
-
-
 def unknown_in(ctor: dict[str, Any] | None) -> bool:
-    """Whether a call site's arguments leave a size to guess (`UNKNOWN`)."""
-    return ctor is not None and UNKNOWN in [*ctor["args"], *ctor["kwargs"].values()]
+    """Whether a call site's arguments leave a size to guess (`UNKNOWN`, or a model handed
+    on whose own sizes are to guess)."""
+    if ctor is None:
+        return False
+    given = [*ctor["args"], *ctor["kwargs"].values()]
+    return UNKNOWN in given or any(guessed_part(v) for v in given)
 
 
 def _option_value(node: ast.expr, options: dict[str, Any], whole: bool = False) -> Any:

@@ -39,6 +39,7 @@ from typing import Any
 from torchlint.shapes import option_objects
 from torchlint.shapes.call_values import decoded
 from torchlint.shapes.ctor_usage import Uses, class_uses
+from torchlint.shapes.loader import Unavailable
 from torchlint.shapes.signatures import constructor_signature
 
 _COUNT = re.compile(r"(layers?|depths?|blocks?|stages?|repeats?)$|^n_?layers?$|^num_", re.I)
@@ -124,6 +125,17 @@ class Variant:
     runs: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class EachRun:
+    """A call site's argument that takes one value per run: a model handed on, built with
+    each run's guessed sizes (see `guessed_parts`)."""
+
+    values: tuple[Any, ...]
+
+    def __repr__(self) -> str:
+        return f"{type(self.values[0]).__name__}(...)" if self.values else "..."
+
+
 def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] | None:
     """The variants to build `cls` with, or None when its parameters cannot be guessed.
 
@@ -146,13 +158,18 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] |
     # The script's options handed whole (`Model(args)`): the fields it reads from its data
     # are sized like parameters, per run.
     options = [name for name, value in known.items() if option_objects.is_options(value)]
+    # Models handed on with their own guessed sizes: one per run, like the options.
+    options += [name for name, value in known.items() if isinstance(value, EachRun)]
     if variants is None and options and all(p.default is not p.empty for p in parameters):
         variants = [Variant({}, [{}, {}, {}])]
     if variants is None:
         return None
     for name in options:
         value = known[name]
-        known[name] = [option_objects.filled(value, sizes) for sizes in _SIZES]
+        if isinstance(value, EachRun):
+            known[name] = list(value.values)
+        else:
+            known[name] = [option_objects.filled(value, sizes) for sizes in _SIZES]
     return [
         Variant(
             v.fixed,
@@ -188,9 +205,11 @@ def _known(
 
 def _looked_up(name: str, namespace: dict[str, Any]) -> Any:
     """A dotted name in a module's namespace (`torch.float32`, `device`); KeyError or
-    AttributeError when it is not there."""
+    AttributeError when it is not there, or not computed (`PAD_IDX = vocab["<pad>"]`)."""
     head, *rest = name.split(".")
     found = namespace[head]
+    if type(found) is Unavailable:
+        raise KeyError(name)
     for part in rest:
         found = getattr(found, part)
     return found
@@ -602,4 +621,11 @@ def unwrap(arguments: dict[str, Any]) -> dict[str, Any]:
 
 def describe(arguments: dict[str, Any]) -> str:
     """`in_dim=96, hidden=160` for messages."""
-    return ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return ", ".join(f"{k}={_brief(v)}" for k, v in arguments.items())
+
+
+def _brief(value: Any) -> str:
+    """A value as a message writes it: a model by its class (`Encoder(...)`)."""
+    if callable(getattr(value, "named_modules", None)):
+        return f"{type(value).__name__}(...)"
+    return repr(value)
