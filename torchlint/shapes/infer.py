@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import operator
 import sys
 from typing import Any
@@ -1262,9 +1263,15 @@ def _holds_sizes(module: nn.Module) -> bool:
         if isinstance(items, (list, tuple, type({}.values()))):
             if any(isinstance(item, (nn.Module, torch.Tensor)) for item in items):
                 return True
-        elif isinstance(value, torch.Tensor):
+        elif isinstance(value, torch.Tensor) and _sized(value):
             return True
     return False
+
+
+def _sized(tensor: torch.Tensor) -> bool:
+    """Whether a tensor can fix a size of the input: a scalar (`self.gain =
+    nn.Parameter(torch.tensor(0.))`) broadcasts with any."""
+    return tensor.numel() != 1
 
 
 def _tensor_inputs(model: nn.Module, count: int) -> bool:
@@ -1286,11 +1293,12 @@ def _tensor_inputs(model: nn.Module, count: int) -> bool:
 def shape_free_plan(model: nn.Module, count: int) -> list[InputPlan]:
     """Generic inputs ([N, L], then [N, C, H, W] floats) for a model with no size of its own.
 
-    With no parameters, buffers or sized layers, nothing in the model fixes the input's
-    shape: its forward is run on a generic one. The plan counts as named by convention, so
-    that a failure (an op the real caller feeds otherwise) is told, never reported.
+    With no parameters, buffers or sized layers (scalars aside), nothing in the model fixes
+    the input's shape: its forward is run on a generic one. The plan counts as named by
+    convention, so that a failure (an op the real caller feeds otherwise) is told, never
+    reported.
     """
-    if next(model.parameters(), None) is not None or next(model.buffers(), None) is not None:
+    if any(_sized(t) for t in itertools.chain(model.parameters(), model.buffers())):
         return []
     if any(_holds_sizes(m) for m in model.modules()) or not _tensor_inputs(model, count):
         return []
