@@ -32,6 +32,7 @@ from torchlint.shapes.call_values import BuildSpec, decoded
 from torchlint.shapes.loader import is_stub
 from torchlint.shapes.settle import CONFIG_NAMES as _CONFIG_NAMES
 from torchlint.shapes.signatures import constructor_function, constructor_signature
+from torchlint.shapes.version_skew import stand_in_for
 
 #: Imports a user file by (path, module name), through the worker's loader.
 Loader = Callable[[str, str], Any]
@@ -552,8 +553,30 @@ def build(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
 
     A global the script computes from its options (`ngf = int(opt.ngf)`) and the loader
     left out is valued from the argparse defaults (`script_values`), and the build retried;
-    so is a configuration's size left None that the constructor asks for by name.
+    so is a configuration's size left None that the constructor asks for by name. A class
+    of another installed library that the code calls as an older release wanted
+    (`torchmetrics.Accuracy()`) is swapped for a stand-in and the build retried (see
+    `version_skew`); the first failure is the one reported.
     """
+    return _build_swapping(cls, args, kwargs, _MAX_SKEWED)
+
+
+def _build_swapping(cls: type, args: list[Any], kwargs: dict[str, Any], left: int) -> nn.Module:
+    try:
+        return _build_resolving(cls, args, kwargs)
+    except TypeError as exc:
+        if not left:
+            raise
+        with stand_in_for(exc) as swapped:
+            if not swapped:
+                raise
+            try:
+                return _build_swapping(cls, args, kwargs, left - 1)
+            except Exception:
+                raise exc from None
+
+
+def _build_resolving(cls: type, args: list[Any], kwargs: dict[str, Any]) -> nn.Module:
     for _ in range(_MAX_MISSING_NAMES):
         try:
             return _build_once(cls, args, kwargs)
@@ -748,6 +771,8 @@ class _Absent:
 
 _ABSENT = _Absent()
 _MAX_MISSING_NAMES = 8
+#: Library classes swapped for stand-ins in one build, at most.
+_MAX_SKEWED = 3
 
 
 def call_builder(module: Any, name: str, kwargs: dict[str, Any]) -> nn.Module:

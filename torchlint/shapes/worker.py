@@ -50,7 +50,7 @@ import torch  # noqa: E402 - timed from the very start
 
 _torch_imported = time.perf_counter()
 
-from torchlint.shapes import compat, pretrained  # noqa: E402
+from torchlint.shapes import compat, pretrained, version_skew  # noqa: E402
 from torchlint.shapes.budget import EngineStop  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
@@ -413,6 +413,7 @@ def main() -> None:
         warm()
         compat.load_internals()
     _cpu_only()
+    version_skew.numpy_aliases()
     pretrained.skip_downloads()
     compat.load_native_openers()
     private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
