@@ -222,7 +222,13 @@ def init_uses(init: ast.FunctionDef) -> Uses:
             _assign(node, names, uses)
         elif _attribute_of(node, names):
             uses.add(node.value.id, "object")  # `model.channels`: not a number
+            if node.attr in _LINEAR_SIZES:  # `linear.in_features`: the layer a LoRA wraps
+                uses.add(node.value.id, "linear")
     return uses
+
+
+#: The attributes that make a parameter read as a linear layer (`linear.out_features`).
+_LINEAR_SIZES = frozenset({"in_features", "out_features"})
 
 
 def _attribute_of(node: ast.AST, names: set[str]) -> bool:

@@ -281,6 +281,12 @@ def guesses_for(
                 run[param.name] = _IMAGE_SHAPES[index]
             elif kind == "flag":
                 run[param.name] = index != 1
+            elif kind == "linear":
+                sizes = _SIZES[index]
+                shape = (sizes[sized % len(sizes)], sizes[(sized + 1) % len(sizes)])
+                sizes_of = dict(zip(_LINEAR, shape, strict=True))
+                # Its sizes are the run's sizes: `linear.out_features` in messages.
+                run[param.name] = _Filled(_linear(*shape), sizes_of, record=True)
             elif kind == "float":
                 # No dropout; 1 for the rest (a norm's `p`, a scale): 0 would empty them.
                 run[param.name] = 0.0 if _DROP.search(param.name) else 1.0
@@ -307,7 +313,7 @@ def guesses_for(
             for run in runs:
                 value = run[param.name]
                 run[param.name] = tuple(value[-2:]) if isinstance(value, tuple) else (value, value)
-        sized += kind == "size"
+        sized += 2 if kind == "linear" else kind == "size"
     if sized:
         _guess_default_heads(parameters, required, uses, runs)
     combinations = list(itertools.product(*branches.values()))
@@ -423,8 +429,9 @@ def _part(param: inspect.Parameter, uses: Uses) -> bool:
 
 
 def _kind(param: inspect.Parameter, uses: Uses) -> Any:
-    """ "size", "heads", "count", "shape", "flag", "float", fixed ints per run, the values
-    of a choice (a list), or None (cannot guess)."""
+    """ "size", "heads", "count", "shape", "flag", "float", "linear" (a layer whose
+    `in_features` it reads), fixed ints per run, the values of a choice (a list), or None
+    (cannot guess)."""
     name = param.name
     used = uses.of(name)
     annotation = param.annotation
@@ -443,6 +450,8 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
         return "float"
     if annotation not in (int, param.empty):
         return None
+    if annotation is param.empty and "linear" in used:
+        return "linear"  # `LinearWithLoRA(linear, rank, alpha)`: reads `linear.in_features`
     if annotation is param.empty and used & {"object", "part"}:
         return None  # `model.channels`, `block(dim)`: not a number
     if _LAYER_TYPE.search(name) and not _COUNTED.match(name):
@@ -560,7 +569,7 @@ def _literal_values(annotation: Any) -> list[Any] | None:
 def _looks_like_size(name: str) -> bool:
     return bool(
         re.search(
-            r"dim|size|hidden|features|channels|classes|width|emb|ninp|nhid|ntoken|vocab|"
+            r"dim|size|hidden|features|channels|classes|width|emb|ninp|nhid|ntoken|vocab|^rank$|"
             r"^n[a-z]{1,3}$|units|out|^in_|^d_|model|latent|nz|ngf|ndf|filters|planes",
             name,
             re.I,
@@ -599,6 +608,16 @@ def config_sizes(cls: type, arguments: dict[str, Any], run: int) -> dict[str, An
         if sizes:
             filled[param.name] = _Filled(dataclasses.replace(default, **sizes), sizes)
     return filled if len(filled) > len(arguments) else None
+
+
+_LINEAR = ("in_features", "out_features")
+
+
+def _linear(in_features: int, out_features: int) -> Any:
+    """A linear layer of guessed sizes, on meta like the model it goes into."""
+    from torch import nn
+
+    return nn.Linear(in_features, out_features, device="meta")
 
 
 class _Filled:
