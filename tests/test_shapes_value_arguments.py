@@ -29,6 +29,11 @@ class Typed(nn.Module):
         return x.to(dtype) * steps
 
 
+class Drawn(nn.Module):
+    def forward(self, src, trg, teacher_forcing_ratio, multimask_output: bool):
+        return src if multimask_output else trg
+
+
 def test_values_are_handed_on_beside_the_tensors() -> None:
     found = value_arguments(Conditioned())
     assert found == (
@@ -41,6 +46,10 @@ def test_values_are_handed_on_beside_the_tensors() -> None:
     assert typed == (["x", "steps"], {"dtype": "torch.float32"})
     assert not assumes_layout(typed[1])
     assert value_arguments(nn.Linear(2, 2)) is None
+    # A flag annotated `bool` is False; a ratio the forward draws against is 0.5.
+    drawn = value_arguments(Drawn())
+    assert drawn == (["src", "trg"], {"teacher_forcing_ratio": "0.5", "multimask_output": "False"})
+    assert not assumes_layout(drawn[1])
 
 
 def test_an_input_read_only_on_a_branch_not_taken_takes_any_shape() -> None:

@@ -4,7 +4,8 @@
 size beside its tensors, both required: fed a tensor each, the forward fails before any
 layer. A model whose check does not get through so is checked once more with only its
 tensors as inputs, the others handed on by keyword: a dtype as float32 (what the inputs
-are made of), the batch size as the first input's first size. A batch size so given is an
+are made of), the batch size as the first input's first size, a flag annotated `bool` as
+False, a ratio (`teacher_forcing_ratio`, or a `float`) as 0.5. A batch size so given is an
 assumption about the first input's layout: that check's plans are `assumed` (a failure is
 skipped, never reported).
 """
@@ -21,6 +22,8 @@ from torchlint.shapes.inputs import forward_inputs
 
 _DTYPE = re.compile(r"(^|_)dtype$")
 _BATCH = re.compile(r"^(batch_size|bsz|batch)$")
+#: A probability a forward draws against (`random.random() < teacher_forcing_ratio`).
+_RATIO = re.compile(r"(^|_)(ratio|prob|probability)$")
 
 
 def value_arguments(model: nn.Module) -> tuple[list[str], dict[str, str]] | None:
@@ -42,6 +45,10 @@ def value_arguments(model: nn.Module) -> tuple[list[str], dict[str, str]] | None
             values[name] = "torch.float32"
         elif _BATCH.match(name) and (untyped or annotation is int or text == "int"):
             values[name] = ""  # the first tensor's first size, filled below
+        elif annotation is bool or text == "bool":
+            values[name] = "False"  # `multimask_output: bool`
+        elif annotation is float or text == "float" or (untyped and _RATIO.search(name)):
+            values[name] = "0.5"  # `teacher_forcing_ratio`
     tensors = [name for name in names if name not in values]
     if not values or not tensors:
         return None
@@ -51,7 +58,7 @@ def value_arguments(model: nn.Module) -> tuple[list[str], dict[str, str]] | None
 
 def assumes_layout(values: dict[str, str]) -> bool:
     """Whether a value is read off an input (its batch size), not given outright."""
-    return any(v != "torch.float32" for v in values.values())
+    return any(".shape[" in v for v in values.values())
 
 
 def mark_layout_assumed(model: nn.Module) -> None:
