@@ -93,7 +93,7 @@ from torchlint.shapes.inputs import (
     tensor_plan,
     trace,
 )
-from torchlint.shapes.keyword_inputs import companion_inputs, fed_by_keyword
+from torchlint.shapes.keyword_inputs import called_keywords, companion_inputs, fed_by_keyword
 from torchlint.shapes.loader import Project, is_stub
 from torchlint.shapes.meta_run import MetaRuns
 from torchlint.shapes.mixins import forward_mixin
@@ -747,6 +747,10 @@ class FileChecker:
         `keyword_inputs`), or with its tensors alone when it takes values beside them (a
         dtype, the batch size: see `value_arguments`). The second check's result stands."""
         names = companion_inputs(model)
+        called = called_keywords(model, spec.get("evidence") or [])
+        if called:  # `unet(images, time=t, class_labels=labels)`: the tensors it is given
+            first = names or forward_inputs(model) or []
+            names = [*first, *(n for n in called if n not in first)]
         values: dict[str, str] = {}
         if names is None:  # or its tensors alone, with the values it takes beside them
             names, values = value_arguments(model) or (None, {})

@@ -4,7 +4,8 @@
 its inputs as optional keywords, and the check feeds the first one only. An
 encoder-decoder model then stops without its decoder's tokens, a text-image model without
 its images, a cross-attention block without the encoder's states, and any model without a
-None-defaulted parameter its forward reads at once (`required_optionals`). A model whose
+None-defaulted parameter its forward reads at once (`required_optionals`) or that its call
+site hands a tensor by keyword (`class_labels=labels`, `called_keywords`). A model whose
 check does not get through with its first inputs alone is checked again with these
 companions too: for that run its forward takes them as positional inputs and hands them on
 by keyword.
@@ -16,6 +17,7 @@ import contextlib
 import inspect
 import types
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -46,6 +48,28 @@ def companion_inputs(model: nn.Module) -> list[str] | None:
     ]
     extra += [n for n in required_optionals(model) if n not in names and n not in extra]
     return [*names, *extra] if extra else None
+
+
+def called_keywords(model: nn.Module, evidence: list[dict[str, Any]]) -> list[str]:
+    """The optional forward parameters a call site of the model hands a tensor by keyword
+    (`unet(images, time=t, class_labels=labels)`), in the forward's order."""
+    names = forward_inputs(model) or []
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return []
+    given = {
+        name
+        for item in evidence
+        if item.get("kind") == "tensor"
+        for name in item.get("keywords") or {}
+    }
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        name
+        for name, parameter in parameters.items()
+        if name in given and name not in names and parameter.kind in kinds
+    ]
 
 
 @contextlib.contextmanager
