@@ -234,6 +234,50 @@ class Mismatch(nn.Module):
     assert [d.code for d in results[files[2][0]]] == ["TL601"]
 
 
+def test_a_crash_costs_only_the_model_it_happened_in(tmp_path: Path) -> None:
+    source = """
+import ctypes
+
+import torch.nn as nn
+
+
+class Before(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+
+
+class Crash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 8)
+
+    def forward(self, x):
+        ctypes.string_at(0)
+        return self.fc(x)
+
+
+class After(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x))
+"""
+    path = str(tmp_path / "models.py")
+    results = check_files([(path, source)], timeout=10.0)
+    found = sorted((d.line, d.code, d.message) for d in results[path])
+    codes = [(line, code) for line, code, _ in found]
+    assert codes == [(11, "TL601"), (17, "TL690"), (31, "TL601")]
+    assert "its check crashed the process (signal" in found[1][2]
+
+
 def test_package_import_does_not_import_torch() -> None:
     code = "import sys, torchlint.shapes; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -27,8 +27,8 @@ from typing import Any
 
 from torch import fx, nn
 
+from torchlint.shapes import crash_marks, module_settings
 from torchlint.shapes import findings as F
-from torchlint.shapes import module_settings
 from torchlint.shapes.added_tables import infer_from_added_table
 from torchlint.shapes.assumed_inputs import assumed, is_assumed
 from torchlint.shapes.astutil import import_aliases, parse
@@ -289,9 +289,14 @@ class FileChecker:
             return self.findings
         deferred: list[tuple[str, int, str]] = []
         classes = sorted(job["classes"].items(), key=lambda item: item[1]["line"])
+        crashed = job.get("crashed") or {}
         for name, spec in classes:
             cls = getattr(module, name, None)
             line = spec["line"]
+            if name in crashed:  # an earlier check of the file died on this model
+                self._skip(path, line, name, crashed[name])
+                continue
+            crash_marks.mark(name)
             if self.deadline is not None and time.monotonic() > self.deadline:
                 self._skip(path, line, name, "the file's time budget was used up")
                 continue
@@ -342,6 +347,13 @@ class FileChecker:
             self._build_and_check(dataclasses.replace(request, configured=configured))
         for name in job.get("module_level", []):
             value = getattr(module, name, None)
+            if name in crashed:
+                site = site_of(value) if isinstance(value, nn.Module) else None
+                code = getattr(value, "__code__", None)
+                line = site.line if site is not None else getattr(code, "co_firstlineno", 1)
+                self._skip(path, line, name, crashed[name])
+                continue
+            crash_marks.mark(name)
             if inspect.isfunction(value):  # a factory: `def net(): return nn.Sequential(...)`
                 try:
                     value = build(value, [], {})
@@ -368,6 +380,7 @@ class FileChecker:
             cls = getattr(module, name, None)
             if cls in self.configured:
                 continue
+            crash_marks.mark(name)
             users = job["classes"][name].get("users", [])
             if cls not in self.covered and users:
                 # A block (`Bottleneck`) checked inside a model its module builds (`resnet50`).

@@ -31,6 +31,7 @@ import gc
 import json
 import logging
 import math
+import mmap
 import os
 import resource
 import select
@@ -50,7 +51,7 @@ import torch  # noqa: E402 - timed from the very start
 
 _torch_imported = time.perf_counter()
 
-from torchlint.shapes import compat, pretrained, version_skew  # noqa: E402
+from torchlint.shapes import compat, crash_marks, pretrained, version_skew  # noqa: E402
 from torchlint.shapes.budget import EngineStop  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
@@ -313,6 +314,8 @@ class _Running:
     deadline: float
     began: float
     chunks: list[bytes] = field(default_factory=list)
+    #: The page where the child marks the model it is checking (see `crash_marks`).
+    page: mmap.mmap | None = None
 
 
 def fork_child(
@@ -321,9 +324,11 @@ def fork_child(
     """Start checking one job in a forked child; with `ask_warm_up`, a child that needs fake
     tensors not loaded here answers `{"warm_up": true}` instead of loading them itself."""
     read_end, write_end = os.pipe()
+    page = crash_marks.new_page()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         os.close(read_end)
+        crash_marks.use(page)
         code = 0
         try:
             _child(job, project, timeout, write_end, ask_warm_up)
@@ -334,7 +339,7 @@ def fork_child(
     os.close(write_end)
     # A hard deadline from this side: a check that swallows its alarm is killed all the same.
     began = time.monotonic()
-    return _Running(job, pid, read_end, began + timeout + _GRACE, began)
+    return _Running(job, pid, read_end, began + timeout + _GRACE, began, page=page)
 
 
 def next_answer(
@@ -382,7 +387,7 @@ def _crash(status: int, timeout: float) -> dict[str, Any]:
         signum = os.WTERMSIG(status)
         if signum in (signal.SIGXCPU, signal.SIGKILL):
             return {"error": f"timed out after {timeout:g} s (the CPU time limit ended it)"}
-        return {"error": f"the check crashed (signal {signum})"}
+        return {"error": f"the check crashed (signal {signum})", "crashed": signum}
     return {"error": f"the check stopped its process (exit status {os.WEXITSTATUS(status)})"}
 
 
@@ -480,6 +485,8 @@ def check_all(
             continue
         running.remove(child)
         if result.get("warm_up"):
+            if child.page is not None:
+                child.page.close()
             # Its models run on fake tensors, and other files' will: load that machinery
             # once here, then check the file again in a child that has it. A child forked
             # before the warm-up may ask too: it is only checked again.
@@ -490,9 +497,32 @@ def check_all(
                     warm_after_start(project)
             waiting.insert(0, child.job)
             continue
+        again = _without_crashed_model(child, result)
+        if again is not None:
+            waiting.insert(0, again)
+            continue
         seconds = time.monotonic() - child.began
         result.update({"event": "file", "abspath": child.job["abspath"], "seconds": seconds})
         protocol.write(json.dumps(result, default=str) + "\n")
+
+
+#: Models set aside, at most, before a file whose check keeps crashing is given up.
+_MAX_CRASHED = 3
+
+
+def _without_crashed_model(child: _Running, result: dict[str, Any]) -> dict[str, Any] | None:
+    """The job to check again when its child died by a signal while checking one model
+    (marked on its page): with that model set aside, reported as crashed. None otherwise."""
+    page, child.page = child.page, None
+    if page is None:
+        return None
+    name = crash_marks.read(page) if result.get("crashed") else None
+    page.close()
+    crashed = dict(child.job.get("crashed") or {})
+    if name is None or name in crashed or len(crashed) >= _MAX_CRASHED:
+        return None
+    crashed[name] = f"its check crashed the process (signal {result['crashed']})"
+    return {**child.job, "crashed": crashed}
 
 
 def _parallel_children(since: _CpuSample | None = None) -> int:
