@@ -290,8 +290,8 @@ def _scan_file(
             if given is not None:
                 passed[id(function)] = given
 
-    for scope in _scopes(tree):
-        if scope is not tree and not _lines_name(scope, naming):
+    for scope in _callers_first(tree, functions):
+        if scope is not tree and not _lines_name(scope, naming) and not _calls(scope, functions):
             continue  # nothing in it builds, calls or refers to a model class
         instances: dict[str, tuple[str, str]] = {}
         tensors: dict[str, Evidence] = {}
@@ -667,6 +667,51 @@ def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
     for node in walk_statements(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node
+
+
+def _callers_first(
+    tree: ast.Module, functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+) -> list[ast.AST]:
+    """The module and its functions, each module function after the module's functions that
+    call it (`main()` before the `train(cfg)` it calls, wherever each is written), so that a
+    function's parameters hold what its first caller passes; others in source order."""
+    scopes = list(_scopes(tree))
+    if not functions:
+        return scopes
+    top = {id(node) for node in tree.body}
+    callees: dict[int, set[int]] = {}
+    for scope in scopes:
+        if scope is tree or id(scope) in top:
+            called = {
+                id(function)
+                for node in _scope_nodes(scope)
+                if isinstance(node, ast.Call)
+                and (function := _called_function(node, functions)) is not None
+                and function is not scope
+            }
+            callees[id(scope)] = called
+    waiting = {id(s): sum(id(s) in c for c in callees.values()) for s in scopes}
+    ordered: list[ast.AST] = []
+    ready = [s for s in scopes if not waiting[id(s)]]
+    while ready:
+        scope = ready.pop(0)
+        ordered.append(scope)
+        for callee in sorted(callees.get(id(scope), ()), key=[id(s) for s in scopes].index):
+            waiting[callee] -= 1
+            if not waiting[callee]:
+                ready.append(next(s for s in scopes if id(s) == callee))
+    placed = {id(s) for s in ordered}
+    return ordered + [s for s in scopes if id(s) not in placed]  # calls in a cycle
+
+
+def _calls(
+    scope: ast.AST, functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+) -> bool:
+    """Whether a scope calls one of the module's functions that build a model."""
+    return bool(functions) and any(
+        isinstance(node, ast.Call) and _called_function(node, functions) is not None
+        for node in _scope_nodes(scope)
+    )
 
 
 def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
