@@ -81,6 +81,9 @@ _FLOAT = re.compile(r"dropout|drop|rate|eps|^p$|prob|momentum|alpha|beta|tempera
 _DROP = re.compile(r"drop|rate|prob|^p$", re.I)
 _FLAG = re.compile(r"^(use_|is_|has_|with_)|tie|tied|bias|bidirectional|batch_first|affine", re.I)
 _SHAPE = re.compile(r"^(input|in|img|image|data)_?shape$", re.I)
+#: Where the data lies (`data_path`, `root_dir`): the current folder, in every run.
+_PATH = re.compile(r"(^|_)(path|dir|root|folder|file|filename)$", re.I)
+_PATHS = (".", ".", ".")
 #: Multiples of 32 (a GroupNorm of 32 groups takes them), none twice another of its run.
 _SIZES = ((96, 160, 224, 352, 416, 544), (160, 224, 352, 416, 544, 608), (64,) * 6)
 #: Counts, heads and image shapes that no two relate alike in every run (a size met in a
@@ -436,7 +439,9 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
     used = uses.of(name)
     annotation = param.annotation
     if isinstance(annotation, str):
-        annotation = {"int": int, "bool": bool, "float": float}.get(annotation, annotation)
+        annotation = {"int": int, "bool": bool, "float": float, "str": str}.get(
+            annotation, annotation
+        )
     if _int_or_tuple(annotation):
         annotation = int  # `kernel_size: _size_2_t`: an int does
     literal = _literal_values(annotation)
@@ -448,6 +453,8 @@ def _kind(param: inspect.Parameter, uses: Uses) -> Any:
         return _MULTIPLIERS
     if annotation is float or (annotation is param.empty and _FLOAT.search(name)):
         return "float"
+    if annotation in (str, param.empty) and _PATH.search(name):
+        return _PATHS  # `data_path`: read when the data is loaded, not by the layers
     if annotation not in (int, param.empty):
         return None
     if annotation is param.empty and "linear" in used:
