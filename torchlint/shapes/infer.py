@@ -13,6 +13,7 @@ import ast
 import inspect
 import itertools
 import operator
+import re
 import sys
 from typing import Any
 
@@ -122,6 +123,20 @@ _POOLS: tuple[type, ...] = (
 )
 
 Template = list[Dim]
+#: The names of a pooled input's sides, by how many it has.
+_SIDES = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}
+
+
+def _pool_step(module: nn.Module) -> tuple[str, list[Any]] | None:
+    """("pool", [sides, pooled to one]) for a pooling layer (`AdaptiveAvgPool2d(1)`), which
+    needs an input with that many sides; None for other layers passed over."""
+    match = re.search(r"Pool([123])d$", type(module).__name__)
+    if match is None:
+        return None
+    sides = int(match.group(1))
+    size = getattr(module, "output_size", None)
+    one = "Adaptive" in type(module).__name__ and size in (1, (1,) * sides, [1] * sides)
+    return ("pool", [sides, one])
 
 
 def torch_forward(module: nn.Module) -> bool:
@@ -332,6 +347,17 @@ def _invert(template: Template, steps: list[tuple[str, list[Any]]]) -> Template 
                 return None
             taken = "S" if any(d.name == "L" for d in shape) else "L"
             shape.insert(int(args[0]) % (rank + 1), Dim.free(taken))
+        elif name == "pool":
+            # A pool keeps [N, C, *sides] and changes the sides: any sides did. Pooled to
+            # one per channel (`AdaptiveAvgPool2d(1)`) and flattened, the features are the
+            # channels; otherwise a flat [N, F] cannot be split into them.
+            sides, one = int(args[0]), bool(args[1])
+            if rank == sides + 2:
+                shape = [*shape[:2], *(Dim.free(n) for n in _SIDES[sides])]
+            elif rank == 2 and one:
+                shape = [*shape, *(Dim.free(n) for n in _SIDES[sides])]
+            else:
+                return None
         elif name == "broadcast":  # `x * mask`: taken to keep x's shape (assumed)
             continue
         elif name == "share":  # joined with other inputs: an equal part of the size (assumed)
@@ -400,6 +426,9 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                 dims = pattern_input(module) if not steps else None
                 return [InputPlan([TensorSpec(dims, torch.float32)])] if dims else None
             if isinstance(module, _PASS_MODULES + _POOLS) and torch_forward(module):
+                pooled = _pool_step(module)
+                if pooled is not None:
+                    steps.append(pooled)
                 current = consumer
                 continue
             if isinstance(module, nn.Flatten) and module.start_dim == 1:
@@ -451,6 +480,10 @@ def infer_from_graph(graph: fx.Graph, root: nn.Module, index: int) -> list[Input
                 return [InputPlan([TensorSpec(dims, torch.float32)])] if dims else None
             pools = ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate")
             if name in pools and first is current:
+                if name != "interpolate":
+                    size = consumer.args[1] if len(consumer.args) > 1 else None
+                    one = name.startswith("adaptive") and size in (1, (1, 1), [1, 1])
+                    steps.append(("pool", [2, one]))
                 current = consumer
                 continue
             if name in _MATMULS and first is current:
