@@ -322,6 +322,8 @@ class FileChecker:
                 args, kwargs, source = constructor_arguments(cls, ctor, self.project.load)
             except NeedsArguments as exc:
                 built = self._from_builders(module, cls, spec.get("builders", []))
+                if isinstance(built, str) and spec.get("foreign_builders"):
+                    built = self._from_foreign_builders(cls, spec["foreign_builders"]) or built
                 if isinstance(built, str):
                     reason = needs_arguments_text(str(exc), spec.get("instantiated", False), built)
                     deferred.append((name, line, reason))
@@ -678,6 +680,22 @@ class FileChecker:
                 # ...)`): that model is checked, and the class with it.
                 containing = (model, f"{name}()")
         return containing or reason
+
+    def _from_foreign_builders(
+        self, cls: type, builders: list[dict[str, str]]
+    ) -> tuple[nn.Module, str] | None:
+        """The model built by an argument-free builder in another file of the project
+        (`build_sam_vit_b()` for `Sam`), or None when none built it."""
+        for builder in builders[:_MAX_BUILDERS]:
+            try:
+                module = self.project.load(builder["path"], builder["module"])
+            except Exception:
+                continue
+            built = self._from_builders(module, cls, [builder["name"]])
+            if not isinstance(built, str):
+                model, how = built
+                return model, f"{builder['module']}.{how}"
+        return None
 
     def _load_reason(self, path: str, default: str) -> str:
         notes = self.project.notes.get(path) or []

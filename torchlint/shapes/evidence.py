@@ -44,7 +44,7 @@ from torchlint.shapes.call_values import (
     plain_dict,
 )
 from torchlint.shapes.class_owners import ClassOwners
-from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo
+from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo, module_identity
 from torchlint.shapes.image_data import (
     DATASETS,
     RESIZES,
@@ -146,6 +146,7 @@ def collect(
         if tree is None:
             continue
         _scan_file(path, abspath, tree, owners, by_path, result, source)
+        _note_foreign_builders(path, abspath, tree, owners, result)
     for info in infos:
         lines = info.source.splitlines()
         resized = bool(_RESIZING.search(info.source))
@@ -568,6 +569,30 @@ def users_of(
         if users:
             found[cls] = users
     return found
+
+
+def _note_foreign_builders(
+    path: str,
+    abspath: str,
+    tree: ast.Module,
+    owners: ClassOwners,
+    result: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    """A file's argument-free builders of a class another file defines (`build_sam_vit_b()`
+    in `build_sam.py` builds the `Sam` of `sam.py`), noted for a class with no builder of
+    its own module: `{"path", "module", "name"}` each, in `foreign_builders`."""
+    imported = imported_classes(tree)
+    if not imported:
+        return
+    module: str | None = None
+    for name, builders in builders_of(top_functions(tree), imported).items():
+        owner = owners.resolve(name, path)
+        entry = result.get((owner.abspath, name)) if owner is not None else None
+        if owner is None or owner.abspath == abspath or entry is None or entry["builders"]:
+            continue
+        module = module or module_identity(abspath, set())[1]
+        found = entry.setdefault("foreign_builders", [])
+        found += [{"path": abspath, "module": module, "name": b} for b in builders]
 
 
 def imported_classes(tree: ast.Module) -> set[str]:

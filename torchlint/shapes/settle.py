@@ -72,6 +72,8 @@ def settled(
             spec = facts[(info.abspath, name)]
             if spec["ctor"] or spec["declared"] or spec["builders"] or spec.get("users"):
                 return None
+            if spec.get("foreign_builders"):
+                return None
             if spec["sub_block"]:
                 return None
             missing = missing_arguments(cls.node, aliases, postponed)
