@@ -209,3 +209,27 @@ nested = Wrapper(Wrapper(encoder, {}), {})
     )
     local.bind(ast.parse("inner = Wrapper(load(), {})").body[0])
     assert local.value(ast.parse("Wrapper(inner, {})").body[0].value) is evidence.MISSING  # type: ignore[attr-defined]
+
+
+def test_a_functions_own_names_hide_the_modules(tmp_path: Path) -> None:
+    source = (
+        MODELS
+        + """
+
+import numpy as np
+
+dim = int(np.load("dim.npy"))
+
+
+class Model(nn.Module):
+    def __init__(self, dim, depths):
+        super().__init__()
+        self.encoder = Encoder(dim=dim, depths=depths)
+"""
+    )
+    path = str(tmp_path / "models.py")
+    facts = evidence.collect(discover.scan([(path, source)]), [(path, source)], None)
+    encoder = facts[(path, "Encoder")]
+    # `dim` is the constructor's parameter, a size to guess: not the module's `dim`.
+    assert encoder["ctor"] is None
+    assert encoder["partial"]["kwargs"] == {"dim": UNKNOWN, "depths": UNKNOWN}

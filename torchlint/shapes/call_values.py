@@ -92,6 +92,8 @@ class LocalValues:
         self._objects: dict[str, ast.ClassDef] = {}
         #: Names whose model the scope changes after building it: not followed.
         self.changed: set[str] = set()
+        #: A function's own names (parameters, assignments), which hide the module's.
+        self.shadowing: frozenset[str] = frozenset()
         #: Whether the scope is a function whose parameters one of its calls valued
         #: (`take_parameters`): what it computes is then a size to guess, not unknowable.
         self.from_caller = False

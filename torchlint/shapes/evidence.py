@@ -269,7 +269,7 @@ def _scan_file(
         model = models(call)
         if model is None:
             return None
-        names = bound if model[0] == abspath else frozenset()
+        names = bound - local.shadowing if model[0] == abspath else frozenset()
         return _ctor_args(call, path, names, options, local)
 
     # A block built in another model class's methods is not fed the file's data.
@@ -299,6 +299,8 @@ def _scan_file(
         local = LocalValues(models, aliases, classes)
         nodes = list(_scope_nodes(scope))
         local.changed = changed_names(nodes)
+        if scope is not tree:
+            local.shadowing = _local_names(scope, nodes)
         if id(scope) in passed:
             assert isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
             local.take_parameters(scope, passed[id(scope)])
@@ -357,8 +359,10 @@ def _scan_file(
                     else:
                         entry["ctor"] = ctor_of(node, local)
                     if unknown_in(entry["ctor"]):
-                        # Some sizes come from what the caller computes: guessed.
-                        entry.setdefault("partial", entry["ctor"])
+                        # Some sizes come from what the caller computes: guessed (the
+                        # script's options, when it passes them, valued by their defaults).
+                        optioned = _partial_args(node, path, options)
+                        entry.setdefault("partial", optioned or entry["ctor"])
                         entry["ctor"] = None
                     if entry["ctor"] is None and "partial" not in entry:
                         partial = _partial_args(node, path, options)
@@ -729,6 +733,20 @@ def _callers_first(
     return ordered + [s for s in scopes if id(s) not in placed]  # calls in a cycle
 
 
+def _local_names(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, nodes: list[ast.AST]
+) -> frozenset[str]:
+    """A function's parameters and the names it assigns: they hide the module's names of
+    the same spelling (`batch_size` the parameter, not the module's constant)."""
+    spec = function.args
+    names = {a.arg for a in [*spec.posonlyargs, *spec.args, *spec.kwonlyargs]}
+    names |= {a.arg for a in (spec.vararg, spec.kwarg) if a is not None}
+    names |= {
+        node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
+    return frozenset(names)
+
+
 def _calls(
     scope: ast.AST, functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
 ) -> bool:
@@ -882,7 +900,7 @@ def _argument_value(
         name = dotted(node)
         if name is not None and name.split(".")[0] in bound:
             return {"$name": name}
-        return UNKNOWN if local is not None and local.from_caller else MISSING
+        return UNKNOWN if local is not None else MISSING
     return value
 
 
