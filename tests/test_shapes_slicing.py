@@ -170,6 +170,46 @@ def test_harmless_module_values_are_kept(tmp_path: Path) -> None:
     assert module.Config.__dataclass_fields__["dim"].type == "int"  # a string, not evaluated
 
 
+PLAIN = """
+import os
+
+
+class Settings:
+    n_embd = 64
+    heads = (2, 4)
+
+
+class NotebookLogger:
+    def __init__(self, level=0):
+        self._seen = set()
+        self.level = level + 1
+
+
+class Touching:
+    def __init__(self):
+        self.files = os.listdir(".")
+
+
+class Sized:
+    def __len__(self):
+        return 3
+
+
+settings = Settings()
+logger = NotebookLogger()
+touched = Touching()
+sized = Sized()
+"""
+
+
+def test_instances_of_plain_value_classes_are_kept(tmp_path: Path) -> None:
+    module, _ = load(tmp_path, "plain", PLAIN)
+    assert module.settings.n_embd == 64 and module.logger.level == 1
+    # An `__init__` that calls anything, or a special method, runs the user's code: not run.
+    for name in ("touched", "sized"):
+        assert isinstance(vars(module)[name], Unavailable)
+
+
 def test_value_that_is_not_computed_fails_only_when_used(tmp_path: Path) -> None:
     source = KEPT + "\n\ndef uses():\n    return WEIRD.shape\n\n\ndef ignores():\n    return 1\n"
     module, _ = load(tmp_path, "standin", source)

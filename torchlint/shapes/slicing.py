@@ -293,7 +293,7 @@ class _Checker:
         self.data_classes = {
             node.name
             for node in tree.body
-            if isinstance(node, ast.ClassDef) and _is_data_class(node)
+            if isinstance(node, ast.ClassDef) and (_is_data_class(node) or _is_plain_class(node))
         } | self._record_types(tree)
         #: Local functions that only define things when called (`to_2tuple = _ntuple(2)`).
         self.factories = {
@@ -499,6 +499,74 @@ def _is_data_class(node: ast.ClassDef) -> bool:
         if name in _DATA_BASES:
             return True
     return False
+
+
+def _is_plain_class(node: ast.ClassDef) -> bool:
+    """A class of plain values (`class Config: n_embd = 64`, a notebook's logger shim whose
+    `__init__` only sets attributes): making one runs nothing but those assignments. No
+    bases, decorators or keywords; no special method but `__init__`, which may only set
+    attributes of `self` to expressions of its parameters and literals."""
+    if node.bases or node.keywords or node.decorator_list:
+        return False
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if item.name == "__init__":
+                if not _sets_attributes_only(item):
+                    return False
+            elif item.name.startswith("__") or item.decorator_list:
+                return False
+        elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+            value = item.value
+            if value is not None and not _plain_expression(value):
+                return False
+        elif not isinstance(item, ast.Pass) and not (
+            isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)
+        ):
+            return False
+    return True
+
+
+def _sets_attributes_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    if function.decorator_list or any(
+        d is not None and not _plain_expression(d)
+        for d in [*function.args.defaults, *function.args.kw_defaults]
+    ):
+        return False
+    for statement in function.body:
+        if isinstance(statement, ast.Pass) or (
+            isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+        ):
+            continue
+        if not isinstance(statement, (ast.Assign, ast.AnnAssign)) or statement.value is None:
+            return False
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if not all(
+            isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+            for t in targets
+        ):
+            return False
+        if not _plain_expression(statement.value):
+            return False
+    return True
+
+
+#: Calls a plain value may make: empty or literal containers.
+_PLAIN_CALLS = frozenset({"set", "dict", "list", "tuple"})
+
+
+def _plain_expression(node: ast.expr) -> bool:
+    """Literals, names, arithmetic and containers of them, and `set()`-like calls."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            if not (isinstance(inner.func, ast.Name) and inner.func.id in _PLAIN_CALLS):
+                return False
+        elif isinstance(inner, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        elif isinstance(inner, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return False
+        elif isinstance(inner, (ast.Attribute, ast.Subscript)):
+            return False  # reading another object may run its code
+    return True
 
 
 def _is_main_guard(test: ast.AST) -> bool:
