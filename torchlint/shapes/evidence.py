@@ -719,16 +719,18 @@ def _callers_first(
                 and function is not scope
             }
             callees[id(scope)] = called
-    waiting = {id(s): sum(id(s) in c for c in callees.values()) for s in scopes}
+    by_id = {id(s): s for s in scopes}
+    position = {key: i for i, key in enumerate(by_id)}
+    waiting = {key: sum(key in c for c in callees.values()) for key in by_id}
     ordered: list[ast.AST] = []
     ready = [s for s in scopes if not waiting[id(s)]]
     while ready:
         scope = ready.pop(0)
         ordered.append(scope)
-        for callee in sorted(callees.get(id(scope), ()), key=[id(s) for s in scopes].index):
+        for callee in sorted(callees.get(id(scope), ()), key=position.__getitem__):
             waiting[callee] -= 1
             if not waiting[callee]:
-                ready.append(next(s for s in scopes if id(s) == callee))
+                ready.append(by_id[callee])
     placed = {id(s) for s in ordered}
     return ordered + [s for s in scopes if id(s) not in placed]  # calls in a cycle
 
