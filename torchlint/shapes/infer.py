@@ -10,6 +10,7 @@ followed and undone.
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import itertools
 import operator
@@ -619,6 +620,9 @@ def infer_from_source(
                 names[item[1]] = item[2]
             elif item[3]:
                 names.pop(item[1], None)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)):
+            for generator in node.generators:  # `[head(x) for head in self.heads]`
+                _note_loop(generator, loops)
         if isinstance(node, ast.For):
             _note_loop(node, loops)
             sliced = loop_steps(node, names)
@@ -670,9 +674,8 @@ def infer_from_source(
         loose = {step[0] for step in steps} & {"broadcast", "reduce"}
         if loose and not passed:
             passed.append(" and ".join(_LOOSE_LABELS[step] for step in sorted(loose)))
-        try:
-            module = model.get_submodule(target)
-        except AttributeError:
+        module = _held_module(model, target)
+        if module is None:
             continue
         module = leading_layer(module)
         if is_einops_layer(module):
@@ -891,8 +894,37 @@ def _helper_reshapes(node: ast.AST, model: nn.Module) -> bool:
     return any(_reshapes(call) for call in ast.walk(body))
 
 
-def _note_loop(node: ast.For, loops: dict[str, str]) -> None:
+def _held_module(model: nn.Module, path: str) -> nn.Module | None:
+    """The layer at a dotted path of the model (`heads.0`): its own, or one kept where torch
+    does not register it (a plain list of layers runs all the same)."""
+    with contextlib.suppress(AttributeError):
+        return model.get_submodule(path)
+    found: Any = model
+    for part in path.split("."):
+        if isinstance(found, (list, tuple)) and part.isdigit():
+            found = found[int(part)] if int(part) < len(found) else None
+        else:
+            found = getattr(found, part, None)
+        if found is None:
+            return None
+    return found if isinstance(found, nn.Module) else None
+
+
+def _note_loop(node: ast.For | ast.comprehension, loops: dict[str, str]) -> None:
     iterable, target = node.iter, node.target
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "zip"
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == len(iterable.args)
+    ):
+        # `for head, scale in zip(self.heads, self.scales)`: each name from its own list.
+        for element, items in zip(target.elts, iterable.args, strict=True):
+            container = self_path(items)
+            if container is not None and isinstance(element, ast.Name):
+                loops[element.id] = f"{container}.0"
+        return
     if (
         isinstance(iterable, ast.Call)
         and isinstance(iterable.func, ast.Name)

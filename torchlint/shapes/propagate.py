@@ -103,7 +103,13 @@ def fakeify(root: nn.Module, mode: FakeTensorMode) -> None:
             new = memo[id(value)] = compat.fake_like(mode, value)
         return new
 
-    for module in root.modules():
+    seen: set[int] = set()
+    modules = list(root.modules())
+    while modules:
+        module = modules.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
         for store in (module._parameters, module._buffers):
             for name, value in list(store.items()):
                 if value is not None:
@@ -111,6 +117,15 @@ def fakeify(root: nn.Module, mode: FakeTensorMode) -> None:
         for name, value in list(vars(module).items()):
             if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
                 setattr(module, name, fake(value))
+            elif isinstance(value, (list, dict)) and not name.startswith("_"):
+                # Layers and parameters kept where torch does not register them (a plain
+                # list of heads): the forward still runs them, so they are made fake too.
+                items = value.items() if isinstance(value, dict) else enumerate(value)
+                for key, item in list(items):
+                    if isinstance(item, nn.Module):
+                        modules.extend(item.modules())
+                    elif isinstance(item, torch.Tensor):
+                        value[key] = fake(item)
 
 
 def _unary_ops() -> tuple[frozenset[Any], frozenset[Any]]:
