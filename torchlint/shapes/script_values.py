@@ -16,7 +16,7 @@ from typing import Any
 
 from torchlint.shapes import option_objects
 
-_PURE_CALLS = frozenset({"int", "float", "str", "bool", "round", "min", "max", "abs", "len"})
+PURE_CALLS = frozenset({"int", "float", "str", "bool", "round", "min", "max", "abs", "len"})
 _PARSE = ("parse_args", "parse_known_args")
 
 
@@ -247,11 +247,11 @@ def _define(
     return True
 
 
-def plain(node: ast.expr) -> bool:
-    """Only names, attributes, literals, arithmetic and pure builtin calls."""
+def plain(node: ast.expr, calls: frozenset[str] = PURE_CALLS) -> bool:
+    """Only names, attributes, literals, arithmetic and calls of the pure builtins `calls`."""
     for inner in ast.walk(node):
         if isinstance(inner, ast.Call):
-            if not (isinstance(inner.func, ast.Name) and inner.func.id in _PURE_CALLS):
+            if not (isinstance(inner.func, ast.Name) and inner.func.id in calls):
                 return False
         elif isinstance(inner, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
             return False

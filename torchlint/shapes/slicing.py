@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from torchlint.shapes.astutil import dotted, import_aliases, qualify
+from torchlint.shapes.script_values import PURE_CALLS, plain
 
 _SAFE_BUILTINS = frozenset(
     {
@@ -550,23 +551,16 @@ def _sets_attributes_only(function: ast.FunctionDef | ast.AsyncFunctionDef) -> b
     return True
 
 
-#: Calls a plain value may make: empty or literal containers.
-_PLAIN_CALLS = frozenset({"set", "dict", "list", "tuple"})
+#: Calls a plain value may make: pure builtins and containers (`self._seen = set()`).
+_PLAIN_CALLS = PURE_CALLS | {"set", "dict", "list", "tuple"}
 
 
 def _plain_expression(node: ast.expr) -> bool:
-    """Literals, names, arithmetic and containers of them, and `set()`-like calls."""
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Call):
-            if not (isinstance(inner.func, ast.Name) and inner.func.id in _PLAIN_CALLS):
-                return False
-        elif isinstance(inner, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
-            return False
-        elif isinstance(inner, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            return False
-        elif isinstance(inner, (ast.Attribute, ast.Subscript)):
-            return False  # reading another object may run its code
-    return True
+    """A plain value (`script_values.plain`) that reads no other object's attribute or item:
+    reading one may run its code."""
+    return plain(node, _PLAIN_CALLS) and not any(
+        isinstance(inner, (ast.Attribute, ast.Subscript)) for inner in ast.walk(node)
+    )
 
 
 def _is_main_guard(test: ast.AST) -> bool:
