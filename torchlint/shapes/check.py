@@ -2369,17 +2369,26 @@ def _between_layers(code: str | None, failure: Failure) -> bool:
     the failing layer takes the output of the layer before it (an InfoGAN generator's
     `BatchNorm2d(128)` after `Conv2d(128, 64)`), and that output's size is the earlier
     layer's own. An input assumed (to pass a layer unchanged, to be an equal part of a
-    `cat`) changes neither."""
-    if code not in _LAYER_CODES or failure.module is None or not failure.inputs:
+    `cat`) changes neither. A recurrent layer's input size counts too (TL605: an LSTM after
+    an embedding of another width)."""
+    recurrent = code == "TL605" and isinstance(failure.module, nn.RNNBase)
+    if not (code in _LAYER_CODES or recurrent) or failure.module is None or not failure.inputs:
         return False
-    producer = failure.producer_module
-    made = [getattr(producer, a, None) for a in _OUTPUT_SIZES] if producer is not None else []
-    made = [size for size in made if isinstance(size, int)]
+    made = _made_sizes(failure.producer_module)
     shape = failure.inputs[0]
     if not made or shape is None or len(shape) < 2:
         return False
     got = shape[1] if len(shape) > 2 and not isinstance(failure.module, _LAST_DIM) else shape[-1]
     return isinstance(got, int) and got in made and got not in F.layer_sizes(failure.module)
+
+
+def _made_sizes(producer: nn.Module | None) -> list[int]:
+    """The sizes a layer's output has of its own (a bidirectional RNN's twice its hidden)."""
+    if isinstance(producer, nn.RNNBase):
+        width = producer.proj_size or producer.hidden_size
+        return [width * (2 if producer.bidirectional else 1)]
+    made = [getattr(producer, a, None) for a in _OUTPUT_SIZES] if producer is not None else []
+    return [size for size in made if isinstance(size, int)]
 
 
 #: TL601-TL604: a layer whose size does not fit what it is given.

@@ -434,6 +434,10 @@ def _adapt_torch() -> None:
     * `nn.Transformer*` compare an attention mask's values with a causal one to pick a kernel
       (`bool((mask == causal).all())`); fake tensors have no values to compare, and the
       choice changes no shape: the mask is taken as not known to be causal.
+    * A recurrent layer's kernel (`_VF.lstm`, `_VF.gru`, `_VF.rnn_tanh`, `_VF.rnn_relu`) runs
+      step by step on fake tensors, its ops repeated for every step of the symbolic length:
+      seconds per call. The layer's `forward` has checked the input and state sizes before
+      calling it, so its outputs are made from those sizes alone (`_recurrent_by_shape`).
     """
     meta = getattr(torch, "_meta_registrations", None)
     if meta is not None and hasattr(meta, "div_rtn"):
@@ -444,6 +448,36 @@ def _adapt_torch() -> None:
     transformer = torch.nn.modules.transformer
     if hasattr(transformer, "_detect_is_causal_mask"):
         transformer._detect_is_causal_mask = _causal_hint
+    kernels = getattr(torch, "_VF", None)
+    for name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
+        original = getattr(kernels, name, None)
+        if original is not None and not hasattr(original, "__torchlint_by_shape__"):
+            setattr(kernels, name, _recurrent_by_shape(original, holds_cell=name == "lstm"))
+
+
+def _recurrent_by_shape(original: Any, holds_cell: bool) -> Callable[..., Any]:
+    """A recurrent kernel that makes its outputs from its input and state sizes, for the
+    padded form `(input, hx, weights, has_biases, layers, dropout, train, bidirectional,
+    batch_first)`; the packed form (`batch_sizes` second) runs as before."""
+
+    def kernel(*args: Any) -> Any:
+        if len(args) != 9 or not isinstance(args[3], bool):
+            return original(*args)
+        batch, state, bidirectional, batch_first = args[0], args[1], args[7], args[8]
+        hidden = state[0] if holds_cell else state
+        if batch.dim() != 3 or hidden.dim() != 3:
+            return original(*args)
+        width = hidden.shape[-1] * (2 if bidirectional else 1)
+        steps, rows = (batch.shape[1], batch.shape[0]) if batch_first else batch.shape[:2]
+        # Computed step by step: a batch-first output is a transposed view (not contiguous).
+        output = batch.new_empty((steps, rows, width))
+        output = output.transpose(0, 1) if batch_first else output
+        if holds_cell:
+            return output, state[0].new_empty(state[0].shape), state[1].new_empty(state[1].shape)
+        return output, state.new_empty(state.shape)
+
+    kernel.__torchlint_by_shape__ = True  # type: ignore[attr-defined]
+    return kernel
 
 
 def _causal_hint(mask: Any, is_causal: bool | None = None, size: int | None = None) -> bool:

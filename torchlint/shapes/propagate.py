@@ -31,6 +31,7 @@ from torchlint.shapes.compat import FakeTensorMode
 from torchlint.shapes.deferred import sympy
 from torchlint.shapes.infer import _PASS_MODULES, PASS_OPS
 from torchlint.shapes.inputs import InputPlan, op_name
+from torchlint.shapes.packed_sequences import PaddedPack
 
 Shape = tuple[Any, ...]  # ints and sympy expressions
 
@@ -692,7 +693,9 @@ def _current_user_frame(user_files: set[str]) -> tuple[str, int, int] | None:
 def _tensors(args: Any) -> list[torch.Tensor]:
     out = []
     for arg in args:
-        if isinstance(arg, torch.Tensor):
+        if isinstance(arg, PaddedPack):  # a packed sequence: the padded batch it holds
+            out.append(arg.padded)
+        elif isinstance(arg, torch.Tensor):
             out.append(arg)
         elif isinstance(arg, (list, tuple)):
             out.extend(a for a in arg if isinstance(a, torch.Tensor))
@@ -735,6 +738,11 @@ def analyze_hooks(world: World, user_files: set[str]) -> Failure | None:
                 made = provenance.get(id(output))
                 join = made[3] if made is not None else None
                 provenance[id(output)] = (names[module] or "model", module, output, join)
+        elif isinstance(module, nn.RNNBase) and module in names and isinstance(output, tuple):
+            # `out, state = self.rnn(x)`: the layer made `out` (a packed one holds it padded).
+            made = output[0].padded if isinstance(output[0], PaddedPack) else output[0]
+            if isinstance(made, torch.Tensor):
+                provenance[id(made)] = (names[module] or "model", module, made, None)
 
     from torch.nn.modules.module import (
         register_module_forward_hook,

@@ -51,7 +51,13 @@ import torch  # noqa: E402 - timed from the very start
 
 _torch_imported = time.perf_counter()
 
-from torchlint.shapes import compat, crash_marks, pretrained, version_skew  # noqa: E402
+from torchlint.shapes import (  # noqa: E402
+    compat,
+    crash_marks,
+    packed_sequences,
+    pretrained,
+    version_skew,
+)
 from torchlint.shapes.budget import EngineStop  # noqa: E402
 from torchlint.shapes.build import install_site_hook  # noqa: E402
 from torchlint.shapes.check import FileChecker  # noqa: E402
@@ -419,6 +425,7 @@ def main() -> None:
         compat.load_internals()
     _cpu_only()
     version_skew.numpy_aliases()
+    packed_sequences.install()
     pretrained.skip_downloads()
     compat.load_native_openers()
     private = request.get("private") or tempfile.mkdtemp(prefix="torchlint-shapes-")
