@@ -412,12 +412,14 @@ def copies_first(plan: InputPlan) -> bool:
 
 
 def _like_first(specs: list[TensorSpec]) -> list[TensorSpec] | None:
-    """The specs with each `like_first` stand-in given the first input's dimensions; None
-    when the first input is no single floating tensor to copy."""
+    """The specs with each `like_first` stand-in given the first input's dimensions and
+    type (a target's token ids beside the source's); None when the first input is no single
+    tensor to copy, or, for a `first_rank` one, no floating tensor."""
     if not any(spec.like_first or spec.first_rank for spec in specs[1:]):
         return specs
     first = specs[0]
-    if first.like_first or first.first_rank or not first.dtype.is_floating_point:
+    ranked = any(spec.first_rank for spec in specs[1:])
+    if first.like_first or first.first_rank or (ranked and not first.dtype.is_floating_point):
         return None
     out = []
     for index, spec in enumerate(specs):

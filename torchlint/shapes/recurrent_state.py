@@ -2,9 +2,11 @@
 
 `output, hidden = self.rnn(emb, hidden)`: the state an nn.LSTM takes is a pair `(h, c)`
 of [num_layers * directions, N, hidden_size] tensors (h is [.., proj_size] with a
-projection), an nn.GRU's or nn.RNN's a single such tensor. The sizes come from the layer
+projection), an nn.GRU's or nn.RNN's a single such tensor. A decoder may take the pair's
+halves as two inputs (`self.rnn(embedded, (hidden, cell))`). The sizes come from the layer
 itself; the batch is the one the layer sees: the second dimension of forward's first input
-unless `batch_first` (token ids [N, L] through an embedding: `L`), so that the two agree.
+unless `batch_first` (token ids [N, L] through an embedding: `L`), so that the two agree,
+or the only one of a decoder's step of token ids ([N], unsqueezed to [1, N]).
 """
 
 from __future__ import annotations
@@ -35,12 +37,19 @@ def state_plans(
         if not isinstance(node, ast.Call):
             continue
         layer = _recurrent_layer(model, node.func)
-        if layer is None or not _takes_state(node, name):
+        part = _state_part(node, name) if layer is not None else None
+        if layer is None or part is None:
             continue
+        if part != _WHOLE and not isinstance(layer, nn.LSTM):
+            return None
         batches = [_batch(layer, plan) for plan in first or []]
-        plans = [_plan(layer, name, batch) for batch in batches if batch is not None]
+        plans = [_plan(layer, name, batch, part) for batch in batches if batch is not None]
         return plans or None
     return None
+
+
+#: `_state_part` of a parameter that is the whole state, not one half of an LSTM's pair.
+_WHOLE = -1
 
 
 def _recurrent_layer(model: nn.Module, func: ast.expr) -> nn.RNNBase | None:
@@ -53,11 +62,19 @@ def _recurrent_layer(model: nn.Module, func: ast.expr) -> nn.RNNBase | None:
     return layer if isinstance(layer, nn.RNNBase) else None
 
 
-def _takes_state(call: ast.Call, name: str) -> bool:
+def _state_part(call: ast.Call, name: str) -> int | None:
+    """`_WHOLE` when the call takes parameter `name` as the layer's state, 0 or 1 when it
+    takes it as `h` or `c` of a pair written out (`(hidden, cell)`), else None."""
     second = call.args[1] if len(call.args) > 1 else None
     keyword = next((k.value for k in call.keywords if k.arg == _STATE_KEYWORD), None)
     state = second if second is not None else keyword
-    return isinstance(state, ast.Name) and state.id == name
+    if isinstance(state, ast.Name):
+        return _WHOLE if state.id == name else None
+    if isinstance(state, ast.Tuple) and len(state.elts) == 2:
+        for index, item in enumerate(state.elts):
+            if isinstance(item, ast.Name) and item.id == name:
+                return index
+    return None
 
 
 def _batch(layer: nn.RNNBase, first: InputPlan) -> Dim | None:
@@ -65,15 +82,23 @@ def _batch(layer: nn.RNNBase, first: InputPlan) -> Dim | None:
     if len(first.specs) != 1:
         return None
     dims = first.specs[0].dims
-    position = 0 if layer.batch_first else 1
-    if len(dims) < 2 or dims[position].name is None:
+    position = 0 if layer.batch_first or len(dims) == 1 else 1
+    if not dims or len(dims) <= position or dims[position].name is None:
         return None
     return dims[position]
 
 
-def _plan(layer: nn.RNNBase, name: str, batch: Dim) -> InputPlan:
+def _plan(layer: nn.RNNBase, name: str, batch: Dim, part: int = _WHOLE) -> InputPlan:
     depth = Dim.fixed(layer.num_layers * (2 if layer.bidirectional else 1))
     hidden = Dim.fixed(layer.hidden_size)
+    if isinstance(layer, nn.LSTM) and part != _WHOLE:
+        size = Dim.fixed(layer.proj_size or layer.hidden_size) if part == 0 else hidden
+        half = "h" if part == 0 else "c"
+        label = (
+            f"the state's {half} `{name}` [{depth.hint}, {batch.name}, {size.hint}] "
+            "(from the nn.LSTM's sizes)"
+        )
+        return InputPlan([TensorSpec([depth, batch, size])], "named", label, exact=True)
     if isinstance(layer, nn.LSTM):
         projected = Dim.fixed(layer.proj_size or layer.hidden_size)
         specs = [
