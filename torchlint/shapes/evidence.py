@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -540,7 +541,7 @@ def builders_of(
 ) -> dict[str, list[str]]:
     """`builder_functions` without `mentioned`, from the module's top-level functions."""
     calls = {name: _returned_calls(node) for name, node in functions.items()}
-    builds: dict[str, set[str]] = {name: calls[name] & classes for name in functions}
+    builds: dict[str, set[str]] = {name: set(calls[name] & classes) for name in functions}
     changed = True
     while changed:  # through helper chains (`resnet18` -> `_resnet` -> `ResNet`)
         changed = False
@@ -614,12 +615,24 @@ def _names_in(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+#: `_returned_calls` of each function read so far (a file's builders are looked for once
+#: for its own classes, once for those it imports, and as another file's evidence).
+_RETURNED: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
     """Names of the functions or classes whose result the function returns.
 
     `return ResNet(...)`, or `model = ResNet(...)` and later `return model`; a function that
     returns anything else (a training loop's `main()`) builds nothing and is never called.
     """
+    found = _RETURNED.get(node)
+    if found is None:
+        found = _RETURNED[node] = frozenset(_read_returned_calls(node))
+    return found
+
+
+def _read_returned_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     made: dict[str, set[str]] = {}
     returns: list[ast.expr | None] = []
     #: `model_cls = EfficientNet` (a class chosen, then handed to a helper).
@@ -759,15 +772,26 @@ def _calls(
     )
 
 
-def _scope_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+#: `_scope_nodes` of each scope read so far: the order of scopes, the test of whether one
+#: calls a builder and the scan itself read them.
+_SCOPE_NODES: weakref.WeakKeyDictionary[ast.AST, tuple[ast.AST, ...]] = weakref.WeakKeyDictionary()
+
+
+def _scope_nodes(scope: ast.AST) -> tuple[ast.AST, ...]:
     """Nodes of a scope in source order, not entering nested functions or classes."""
+    found = _SCOPE_NODES.get(scope)
+    if found is not None:
+        return found
+    nodes = []
     stack = list(reversed(list(ast.iter_child_nodes(scope))))
     while stack:
         node = stack.pop()
-        yield node
+        nodes.append(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    found = _SCOPE_NODES[scope] = tuple(nodes)
+    return found
 
 
 #: Statements that bind names (read by `LocalValues`).

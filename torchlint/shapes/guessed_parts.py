@@ -59,7 +59,11 @@ def _each_run(spec: dict[str, Any], load: Loader) -> EachRun | str:
         return f"the {name} it is handed could not be loaded ({type(exc).__name__})"
     if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
         return f"the {name} it is handed could not be loaded"
-    variants = guesses(cls, {"args": spec["args"], "kwargs": spec["kwargs"]})
+    # The parts it is handed in turn (a decoder's `attention`) are built first.
+    given = built_parts({"args": spec["args"], "kwargs": spec["kwargs"]}, load)
+    if isinstance(given, str):
+        return given
+    variants = guesses(cls, given)
     if not variants:
         return f"the sizes of the {name} it is handed cannot be guessed"
     models = []

@@ -25,6 +25,7 @@ from typing import Any
 
 from torchlint.shapes.sandbox import inside_folder
 from torchlint.shapes.slicing import STAND_IN, plan
+from torchlint.shapes.value_asserts import without_value_asserts
 
 _MAX_STUB_RETRIES = 8
 
@@ -256,6 +257,7 @@ class Project(importlib.abc.MetaPathFinder):
         namespace.setdefault(STAND_IN, Unavailable)
 
         def compiled(statement: ast.stmt) -> types.CodeType:
+            statement = without_value_asserts(statement)
             module = ast.Module(body=[statement], type_ignores=[])
             return compile(module, path, "exec", flags=chosen.future_flags, dont_inherit=True)
 

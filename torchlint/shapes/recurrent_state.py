@@ -40,7 +40,9 @@ def state_plans(
         part = _state_part(node, name) if layer is not None else None
         if layer is None or part is None:
             continue
-        if part != _WHOLE and not isinstance(layer, nn.LSTM):
+        if part >= 0 and not isinstance(layer, nn.LSTM):
+            return None
+        if part == _UNSQUEEZED and (isinstance(layer, nn.LSTM) or _depth(layer) != 1):
             return None
         batches = [_batch(layer, plan) for plan in first or []]
         plans = [_plan(layer, name, batch, part) for batch in batches if batch is not None]
@@ -50,6 +52,22 @@ def state_plans(
 
 #: `_state_part` of a parameter that is the whole state, not one half of an LSTM's pair.
 _WHOLE = -1
+#: `_state_part` of a one-layer state given without its first dimension (`hidden.unsqueeze(0)`).
+_UNSQUEEZED = -2
+
+
+def _unsqueezed_first(node: ast.expr | None, name: str) -> bool:
+    """Whether `node` is `name.unsqueeze(0)`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "unsqueeze"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == name
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == 0
+    )
 
 
 def _recurrent_layer(model: nn.Module, func: ast.expr) -> nn.RNNBase | None:
@@ -70,6 +88,8 @@ def _state_part(call: ast.Call, name: str) -> int | None:
     state = second if second is not None else keyword
     if isinstance(state, ast.Name):
         return _WHOLE if state.id == name else None
+    if _unsqueezed_first(state, name):
+        return _UNSQUEEZED
     if isinstance(state, ast.Tuple) and len(state.elts) == 2:
         for index, item in enumerate(state.elts):
             if isinstance(item, ast.Name) and item.id == name:
@@ -88,9 +108,19 @@ def _batch(layer: nn.RNNBase, first: InputPlan) -> Dim | None:
     return dims[position]
 
 
+def _depth(layer: nn.RNNBase) -> int:
+    return layer.num_layers * (2 if layer.bidirectional else 1)
+
+
 def _plan(layer: nn.RNNBase, name: str, batch: Dim, part: int = _WHOLE) -> InputPlan:
-    depth = Dim.fixed(layer.num_layers * (2 if layer.bidirectional else 1))
+    depth = Dim.fixed(_depth(layer))
     hidden = Dim.fixed(layer.hidden_size)
+    if part == _UNSQUEEZED:
+        label = (
+            f"the state `{name}` [{batch.name}, {hidden.hint}] "
+            f"(from the {type(layer).__name__}'s sizes)"
+        )
+        return InputPlan([TensorSpec([batch, hidden])], "named", label, exact=True)
     if isinstance(layer, nn.LSTM) and part != _WHOLE:
         size = Dim.fixed(layer.proj_size or layer.hidden_size) if part == 0 else hidden
         half = "h" if part == 0 else "c"
