@@ -331,8 +331,12 @@ def test_an_input_beside_the_first_whose_shape_nothing_tells_is_tried_assumed() 
     own = combined[-1].specs[1].dims  # a skip connection's: the batch shared, the rest free
     assert own[0] == image.specs[0].dims[0] and [d.name for d in own[1:]] == ["S2", "H2", "W2"]
     assert not copies_first(combined[-1])  # searched for, unlike a copy
-    # Token ids are no shape for a tensor of values: that choice is left out.
-    assert all(not p.specs[1].like_first for p in combine([[tokens], plans]))
+    # Beside token ids (a translation's target beside its source), the copy is token ids
+    # too; a skip connection of their rank is left out.
+    beside_tokens = combine([[tokens], plans])
+    copies = [p.specs[1] for p in beside_tokens if p.specs[1].like_first]
+    assert [(c.dims, c.dtype) for c in copies] == [(tokens.specs[0].dims, torch.long)]
+    assert len(beside_tokens) == len(plans) - 1
     assert open_input_plans(TakesLayers(), ["x", "p", "embed"], 1) is None  # an int
     assert open_input_plans(TakesLayers(), ["x", "p", "embed"], 2) is None  # a layer
 
