@@ -45,6 +45,7 @@ from torchlint.shapes.call_values import (
     plain_dict,
 )
 from torchlint.shapes.class_owners import ClassOwners
+from torchlint.shapes.config_factories import factory_configs
 from torchlint.shapes.discover import SOURCE_SUFFIXES, FileInfo, module_identity
 from torchlint.shapes.image_data import (
     DATASETS,
@@ -53,7 +54,7 @@ from torchlint.shapes.image_data import (
     image_evidence,
     sample_of,
 )
-from torchlint.shapes.script_values import parsed_options
+from torchlint.shapes.script_values import parsed_options, top_level
 
 Evidence = dict[str, Any]
 #: `args = get_args()`: a helper may parse the command line (see `option_objects`).
@@ -224,6 +225,17 @@ def _example_input(node: ast.ClassDef, tree: ast.Module | None, path: str) -> Ev
     return None
 
 
+#: A name bound to a method call without arguments on a name (`GPT.get_default_config()`).
+_FACTORY_CALL = re.compile(r"^\s*\w+\s*=\s*\w+\.\w+\(\)\s*$", re.MULTILINE)
+
+
+def _class_node(name: str, path: str, owners: ClassOwners) -> ast.ClassDef | None:
+    """The definition of the model class a name in `path` refers to."""
+    owner = owners.resolve(name, path)
+    found = owner.classes.get(name) if owner is not None else None
+    return found.node if found is not None else None
+
+
 def _resolve(name: str, path: str, owners: ClassOwners) -> FileInfo | None:
     """The class a name in `path` refers to (see `ClassOwners`)."""
     return owners.resolve(name, path)
@@ -245,6 +257,10 @@ def _scan_file(
     parses = "parse_" in source and "add_argument" in source
     helped = not parses and _HELPER_CALL.search(source)
     options = parsed_options(tree, abspath, direct=parses) if parses or helped else {}
+    if _FACTORY_CALL.search(source):  # `model_config = GPT.get_default_config()`
+        options.update(
+            factory_configs(top_level(tree), lambda name: _class_node(name, path, owners))
+        )
     used_here: set[tuple[str, str]] = set()
     called_here: set[tuple[str, str]] = set()
     if abspath in by_path:
@@ -363,12 +379,12 @@ def _scan_file(
                         # Some sizes come from what the caller computes: guessed (the
                         # script's options, when it passes them, valued by their defaults).
                         optioned = _partial_args(node, path, options)
-                        entry.setdefault("partial", optioned or entry["ctor"])
+                        _note_partial(entry, optioned or entry["ctor"])
                         entry["ctor"] = None
-                    if entry["ctor"] is None and "partial" not in entry:
+                    if entry["ctor"] is None:
                         partial = _partial_args(node, path, options)
                         if partial is not None:
-                            entry["partial"] = partial
+                            _note_partial(entry, partial)
             # model(x) / model.forward(x) / Net()(x)
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "forward":
@@ -917,6 +933,8 @@ def _argument_value(
     """One argument of a constructor call, encoded; `UNKNOWN` for a size the function
     computes from what its caller passed; MISSING when it cannot be had."""
     value = literal(node)
+    if value is MISSING and isinstance(node, ast.Name) and _factory_made(node.id, options):
+        return _option_value(node, options or {}, whole=True)  # built by the worker
     if value is MISSING:
         value = _option_value(node, options or {})
     if value is MISSING and local is not None:
@@ -930,13 +948,31 @@ def _argument_value(
     return value
 
 
+def _note_partial(entry: dict[str, Any], partial: dict[str, Any]) -> None:
+    """Keep a call site's partly known arguments: the first call site's, unless it knows
+    nothing (`GPT(config)` in a method, `config` its own) and this one knows some."""
+    kept = entry.get("partial")
+    if kept is None or (_knows_nothing(kept) and not _knows_nothing(partial)):
+        entry["partial"] = partial
+
+
+def _knows_nothing(partial: dict[str, Any]) -> bool:
+    return all(v == UNKNOWN for v in [*partial["args"], *partial["kwargs"].values()])
+
+
 def unknown_in(ctor: dict[str, Any] | None) -> bool:
     """Whether a call site's arguments leave a size to guess (`UNKNOWN`, or a model handed
     on whose own sizes are to guess)."""
     if ctor is None:
         return False
     given = [*ctor["args"], *ctor["kwargs"].values()]
-    return UNKNOWN in given or any(guessed_part(v) for v in given)
+    return UNKNOWN in given or any(guessed_part(v) or option_objects.is_options(v) for v in given)
+
+
+def _factory_made(name: str, options: dict[str, Any] | None) -> bool:
+    """Whether a name holds a configuration a model class's factory made (`config_factories`)."""
+    found = (options or {}).get(name)
+    return found is not None and option_objects.MADE_BY in vars(found)
 
 
 def _option_value(node: ast.expr, options: dict[str, Any], whole: bool = False) -> Any:

@@ -172,7 +172,10 @@ def guesses(cls: type, partial: dict[str, Any] | None = None) -> list[Variant] |
         if isinstance(value, EachRun):
             known[name] = list(value.values)
         else:
-            known[name] = [option_objects.filled(value, sizes) for sizes in _SIZES]
+            known[name] = [
+                option_objects.filled(value, sizes, lambda n: _looked_up(n, namespace))
+                for sizes in _SIZES
+            ]
     return [
         Variant(
             v.fixed,

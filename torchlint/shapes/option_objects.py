@@ -16,10 +16,14 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+from collections.abc import Callable
 from typing import Any
 
 UNKNOWN = {"$unknown": True}
 _KEY = "$options"
+#: The field naming the factory that made a configuration (`GPT.get_default_config`, see
+#: `config_factories`): the worker builds the options with it.
+MADE_BY = "__made_by__"
 
 
 def option_default(node: ast.expr, options: dict[str, Any]) -> Any:
@@ -175,9 +179,19 @@ def unknown_fields(value: Any) -> list[str]:
     return [k for k, v in value[_KEY].items() if v == UNKNOWN] if is_options(value) else []
 
 
-def filled(value: dict[str, Any], sizes: tuple[int, ...]) -> argparse.Namespace:
-    """The namespace of an options argument, its unknown fields given `sizes` in turn."""
+def filled(
+    value: dict[str, Any], sizes: tuple[int, ...], resolve: Callable[[str], Any] | None = None
+) -> Any:
+    """The namespace of an options argument, its unknown fields given `sizes` in turn; for
+    a configuration a factory made, what the factory (found by `resolve`) returns, with the
+    fields set on it."""
     fields = dict(value[_KEY])
+    made_by = fields.pop(MADE_BY, None)
     for name, size in zip(unknown_fields(value), sizes, strict=False):
         fields[name] = size
-    return argparse.Namespace(**fields)
+    if made_by is None or resolve is None:
+        return argparse.Namespace(**fields)
+    config = resolve(str(made_by))()
+    for name, field in fields.items():
+        setattr(config, name, field)
+    return config

@@ -86,10 +86,10 @@ def parsed_options(
     `direct`, only the helpers' (the module calls no `add_argument` itself)."""
     defaults = _defaults(tree) if direct else {}
     options = {}
-    calls = {id(node): name for node in _top_level(tree) if (name := _bare_call(node))}
+    calls = {id(node): name for node in top_level(tree) if (name := _bare_call(node))}
     helpers = option_objects.helper_parsers(tree, path, set(calls.values())) if calls else {}
     creators = set()
-    for node in _top_level(tree):
+    for node in top_level(tree):
         if calls.get(id(node)) in helpers:
             found = _defaults(helpers[calls[id(node)]])
             if len(found) == 1:  # one parser in the helper
@@ -113,7 +113,7 @@ def parsed_options(
     if not options:
         return options  # nothing parsed: no second walk for reassigned fields
     # `config = args`, `args.n_cells = args.n_layers` at top level, in the script's order.
-    following = [n for n in _top_level(tree) if id(n) not in creators]
+    following = [n for n in top_level(tree) if id(n) not in creators]
     followed = option_objects.follow(following, options)
     for name, attribute in _reassigned(tree, followed):
         # `args.nhid = 2 * args.emsize` after parsing: the default is not what is used.
@@ -175,7 +175,7 @@ def _flattened(target: ast.expr) -> list[ast.expr]:
     return [target]
 
 
-def _top_level(tree: ast.Module) -> list[ast.stmt]:
+def top_level(tree: ast.Module) -> list[ast.stmt]:
     """The module's statements, with those of its `if __name__ == "__main__":` block (names
     bound there are module globals too)."""
     statements: list[ast.stmt] = []

@@ -28,14 +28,16 @@ def variables(runs: list[dict[str, Any]]) -> dict[str, tuple[int, ...]]:
     """Each integer argument (and each item of a shape tuple) with its value in every run."""
     found: dict[str, tuple[int, ...]] = {}
     for name, value in runs[0].items():
-        if isinstance(value, argparse.Namespace):  # the script's options (`config.d_out`)
-            fields = [{f"{name}.{k}": v for k, v in vars(run[name]).items()} for run in runs]
-            found.update(variables(fields))
-        elif isinstance(value, dict):  # a configuration read by key (`cfg["emb_dim"]`)
+        if isinstance(value, dict):  # a configuration read by key (`cfg["emb_dim"]`)
             keyed = [{f'{name}["{k}"]': v for k, v in run[name].items()} for run in runs]
             found.update(variables(keyed))
         elif getattr(value, "record", False):  # a record of guessed sizes (`dims.n_vocab`)
             fields = [{f"{name}.{k}": v for k, v in run[name].sizes.items()} for run in runs]
+            found.update(variables(fields))
+        elif isinstance(value, argparse.Namespace) or _made_config(value):
+            # The script's options (`config.d_out`), or a configuration a factory made and
+            # the script completed (minGPT's `GPT.get_default_config()`).
+            fields = [{f"{name}.{k}": v for k, v in vars(run[name]).items()} for run in runs]
             found.update(variables(fields))
         elif _integer(value):
             found[name] = tuple(run[name] for run in runs)
@@ -43,6 +45,15 @@ def variables(runs: list[dict[str, Any]]) -> dict[str, tuple[int, ...]]:
             for index in range(len(value)):
                 found[f"{name}[{index}]"] = tuple(run[name][index] for run in runs)
     return {name: values for name, values in found.items() if len(set(values)) > 1}
+
+
+def _made_config(value: Any) -> bool:
+    """A plain object of fields: no class, function or layer, and attributes of its own."""
+    return (
+        not isinstance(value, type)
+        and not callable(value)
+        and isinstance(getattr(value, "__dict__", None), dict)
+    )
 
 
 def symbolic(messages: list[str], runs: list[dict[str, Any]]) -> str | None:
