@@ -96,6 +96,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple, Optional, TypeVar
 
+import torch
 from packaging import version
 
 logger = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get("TORCHLINT_TEST_UNSET", "cache")
 NEW = version.parse("2.1.0") >= version.parse("2.0")
 PY3 = sys.version_info >= (3,)
+TORCH_VERSION = tuple(int(x) for x in torch.__version__.split(".")[:2])
 HAS_MISSING = importlib.util.find_spec("surely_not_installed_pkg") is not None
 T = TypeVar("T")
 Point = namedtuple("Point", "x y")
@@ -159,6 +161,7 @@ def test_harmless_module_values_are_kept(tmp_path: Path) -> None:
     assert str(tmp_path) == module.ROOT
     assert module.CACHE == "cache"
     assert module.NEW is True and module.PY3 is True and module.HAS_MISSING is False
+    assert module.TORCH_VERSION >= (2, 0)  # a version check on torch's own version string
     assert module.FLASH is False
     assert module.T.__name__ == "T"
     assert module.Point(1, 2).y == 2

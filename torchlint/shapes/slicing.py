@@ -352,6 +352,8 @@ class _Checker:
             receiver = dotted(func.value)
             if receiver is None or receiver.split(".")[0] not in self.aliases:
                 return True  # a method of a local value; the value is checked by expr_ok
+            if receiver.endswith(".__version__"):
+                return True  # `torch.__version__.split(".")`: a version check
         if isinstance(func, ast.Name) and func.id in self.factories:
             return True
         if isinstance(func, ast.Name) and (
