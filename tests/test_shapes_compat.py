@@ -192,3 +192,26 @@ def test_import_hook_leaves_installed_packages_alone(tmp_path: Path) -> None:
     (inside / "models").mkdir(parents=True)
     project.environment.add(str(project_root / ".venv" / "lib" / "site-packages"))
     assert project.find_spec("lib.models", [str(inside)]) is None
+
+
+@pytest.mark.parametrize("layer", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_recurrent_kernels_make_outputs_as_torch_does(
+    monkeypatch: pytest.MonkeyPatch, layer: type, batch_first: bool, bidirectional: bool
+) -> None:
+    """The kernels made from sizes (`compat._adapt_torch`) give the shapes and strides of
+    torch's own, which run step by step (a batch-first output is not contiguous)."""
+    name = {torch.nn.LSTM: "lstm", torch.nn.GRU: "gru", torch.nn.RNN: "rnn_tanh"}[layer]
+    assert getattr(getattr(torch._VF, name), "__torchlint_by_shape__", False)
+    module = layer(5, 7, 2, batch_first=batch_first, bidirectional=bidirectional)
+    batch = torch.randn(4, 6, 5)
+
+    def layout(result: tuple) -> list:
+        output, state = result
+        states = state if isinstance(state, tuple) else (state,)
+        return [(t.shape, t.stride()) for t in (output, *states)]
+
+    by_shape = layout(module(batch))
+    monkeypatch.setattr(torch._VF, name, getattr(torch._C._VariableFunctions, name))
+    assert by_shape == layout(module(batch))
