@@ -133,8 +133,11 @@ def test_a_part_the_parent_hands_in_is_not_guessed() -> None:
     assert _guesses("def __init__(self, dim, plan=None):\n    plan = fill(plan, dim)\n") is not None
     # An argument whose attributes are read is an object, not a number.
     assert _guesses("def __init__(self, model, size):\n    self.c = model.channels\n") is None
-    # A wrapper keeps the model it is handed: `model` is no size (`d_model` is).
+    # A wrapper keeps the model it is handed: `model` and `net` are no sizes (`d_model`,
+    # `nhid` are).
     assert _guesses("def __init__(self, model, hidden):\n    self.model = model\n") is None
+    assert _guesses("def __init__(self, net, hidden):\n    self.net = net\n") is None
+    assert _guesses("def __init__(self, nhid):\n    self.fc = L(nhid, 2)\n") is not None
     [variant] = _guesses("def __init__(self, d_model):\n    self.fc = L(d_model, 2)\n")
     assert all(isinstance(run["d_model"], int) for run in variant.runs)
 

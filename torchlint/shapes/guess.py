@@ -580,7 +580,7 @@ def _looks_like_size(name: str) -> bool:
     return bool(
         re.search(
             r"dim|size|hidden|features|channels|classes|width|emb|ninp|nhid|ntoken|vocab|^rank$|"
-            r"^n[a-z]{1,3}$|units|out|^in_|^d_|\wmodel|latent|nz|ngf|ndf|filters|planes",
+            r"^n(?!et$)[a-z]{1,3}$|units|out|^in_|^d_|\wmodel|latent|nz|ngf|ndf|filters|planes",
             name,
             re.I,
         )
