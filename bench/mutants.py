@@ -167,13 +167,15 @@ def mutants(source: str) -> list[Mutant]:
                 )
         elif name == "flatten" and node.args:
             # `torch.flatten(x, 1)` and a layer's `self.flatten(x)` flatten their argument;
-            # `x.flatten(1)` flattens `x`.
-            target = (
-                node.args[0]
-                if isinstance(node.func, ast.Name)
-                or _segment(source, node.func).startswith(("torch.", "self."))
-                else node.func.value
-            )  # type: ignore[union-attr]
+            # `x.flatten(1)`, and `torch.view_as_real(z).flatten(3)`, flatten what they are
+            # called on.
+            func = node.func
+            functional = isinstance(func, ast.Name) or (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id in ("torch", "self")
+            )
+            target = node.args[0] if functional else func.value  # type: ignore[union-attr]
             found.append(
                 Mutant(
                     "flatten",
