@@ -30,3 +30,11 @@ def test_value_asserts_become_pass_and_size_asserts_stay() -> None:
 def test_a_statement_without_value_asserts_is_the_same_object() -> None:
     statement = ast.parse("def f(x):\n    assert x.dim() == 4\n    return x").body[0]
     assert without_value_asserts(statement) is statement
+
+
+def test_a_statement_nested_too_deep_to_visit_is_kept_as_written() -> None:
+    depth = 3000
+    deep = ast.Assert(test=ast.Call(ast.Attribute(ast.Name("x"), "all"), [], []))
+    for _ in range(depth):
+        deep = ast.If(test=ast.Constant(True), body=[deep], orelse=[])
+    assert without_value_asserts(deep) is deep
