@@ -339,3 +339,14 @@ def test_a_training_script_is_evidence_and_the_fix_is_written(tmp_path: Path) ->
     result = run([tmp_path], overrides, fixing)
     assert result.fixed == 1 and not result.diagnostics
     assert "nn.Linear(32 * 5 * 5, 128)" in (tmp_path / "model.py").read_text()
+
+
+def test_a_recurrent_state_that_does_not_fit_is_named(single_results: dict[str, list]) -> None:
+    """An initial state of the wrong size is reported as the state, not as the input (which
+    fits): `h0` of one layer for a two-layer LSTM, a GRU's of the wrong width."""
+    path = next(p for p in SINGLE if p.name == "recurrent_states.py")
+    found = {d.line: d.message for d in single_results[str(path)] if d.code == "TL605"}
+    assert found, single_results[str(path)]
+    assert all("expects its state as" in message for message in found.values()), found
+    assert any("[2, N, 128] and [2, N, 128], but gets [1, N, 128]" in m for m in found.values())
+    assert any("[1, N, 64], but gets [1, N, 32]" in m for m in found.values())

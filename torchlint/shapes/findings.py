@@ -713,6 +713,18 @@ def _norm_message(head: str, module: nn.Module, failure: Failure, ctx: Context) 
     return f"{head} expects {expected} channels, but {_producer_phrase(failure, channels, ctx)}"
 
 
+def _state_shapes(module: nn.RNNBase, shape: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """The state a recurrent layer takes with an input of `shape`: [layers * directions,
+    batch, hidden] (h of an LSTM with a projection: its `proj_size`), then c for an LSTM;
+    no batch for an unbatched input."""
+    depth = module.num_layers * (2 if module.bidirectional else 1)
+    batch = () if len(shape) < 3 else (shape[0] if module.batch_first else shape[1],)
+    widths = [getattr(module, "proj_size", 0) or module.hidden_size]
+    if isinstance(module, nn.LSTM):
+        widths.append(module.hidden_size)
+    return [(depth, *batch, width) for width in widths]
+
+
 _DIM_OUT_OF_RANGE = re.compile(
     r"Dimension out of range \(expected to be in range of .*?but got (-?\d+)\)"
 )
@@ -732,6 +744,13 @@ def _op_message(failure: Failure, ctx: Context) -> str:
                 f"needs integer (long) indices"
             )
         if isinstance(module, nn.RNNBase):
+            state = [s for s in failure.inputs[1:] if s is not None]
+            if state and shape and shape[-1] == module.input_size:
+                # The input fits: the state given with it does not (`h0` of one layer for
+                # a two-layer LSTM).
+                wanted = " and ".join(show_shape(s, names) for s in _state_shapes(module, shape))
+                got = " and ".join(show_shape(s, names) for s in state)
+                return f"{head} expects its state as {wanted}, but gets {got}"
             return (
                 f"{head} expects inputs with {module.input_size} features in the last dim, "
                 f"but gets {show_shape(shape, names)}"
