@@ -194,3 +194,17 @@ def test_a_helper_object_named_by_its_annotation_is_built() -> None:
     assert describe({"processor": variant.runs[0]["processor"]}) == "processor=_Processor()"
     # Not a layer, nor a class that needs arguments.
     assert guesses_for([dim, processor], None, {"_Processor": dict}) is None
+
+
+def test_options_made_by_a_factory_that_cannot_be_found_stay_a_namespace() -> None:
+    import argparse
+
+    from torchlint.shapes import option_objects
+
+    value = {"$options": {"__made_by__": "Missing.get_default_config", "n_embd": 48}}
+
+    def resolve(name: str) -> object:
+        raise KeyError(name)
+
+    config = option_objects.filled(value, (96, 160), resolve)
+    assert isinstance(config, argparse.Namespace) and config.n_embd == 48

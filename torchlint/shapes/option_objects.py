@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -189,9 +190,12 @@ def filled(
     made_by = fields.pop(MADE_BY, None)
     for name, size in zip(unknown_fields(value), sizes, strict=False):
         fields[name] = size
-    if made_by is None or resolve is None:
-        return argparse.Namespace(**fields)
-    config = resolve(str(made_by))()
+    config: Any = argparse.Namespace()
+    if made_by is not None and resolve is not None:
+        # A factory that cannot be found or fails leaves the fields alone: the constructor
+        # then says what it misses (`merge_from_dict`), as a skip.
+        with contextlib.suppress(Exception):
+            config = resolve(str(made_by))()
     for name, field in fields.items():
         setattr(config, name, field)
     return config
